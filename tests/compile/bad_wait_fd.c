@@ -1,0 +1,11 @@
+/* Ignores whether an fd wait was interrupted: must not build. */
+#include "intrfs/region.h"
+
+#include <poll.h>
+
+void wait_readable(int fd);
+
+void wait_readable(int fd)
+{
+	task_wait_fd(fd, POLLIN, TASK_KILLABLE, TASK_FOREVER, NULL);
+}

@@ -1,0 +1,194 @@
+/*
+ * The unit test runner: runs every test of test-list.h (or the ones named on
+ * the command line) each in its own child process with a timeout, and
+ * prints TAP on stdout.  A test passes when its child exits 0; a crash, an
+ * ASSERT (abort) or the timeout fails it.
+ *
+ *   unit                 run all tests
+ *   unit NAME...         run the named tests (a trailing * matches a prefix)
+ *   unit --list          print the test names
+ */
+#include "test.h"
+
+#include <errno.h>
+#include <fnmatch.h>
+#include <stdbool.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define TEST_ENTRY(name, timeout_ms) int run_test_##name(void);
+#include "test-list.h"
+#undef TEST_ENTRY
+
+struct test {
+	const char *name;
+	int (*fn)(void);
+	unsigned timeout_ms;
+};
+
+static const struct test tests[] = {
+#define TEST_ENTRY(name, timeout_ms) {#name, run_test_##name, timeout_ms},
+#include "test-list.h"
+#undef TEST_ENTRY
+};
+
+#define NTESTS (sizeof(tests) / sizeof(tests[0]))
+
+uint64_t test_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void test_sleep_ms(unsigned ms)
+{
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000l};
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+int test_run_child(void (*fn)(void *), void *arg, char *buf, size_t len)
+{
+	size_t off = 0;
+	int p[2], status;
+	pid_t pid;
+
+	if (pipe(p) < 0)
+		return -1;
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		dup2(p[1], 2);
+		close(p[0]);
+		close(p[1]);
+		fn(arg);
+		_exit(0);
+	}
+	close(p[1]);
+	for (;;) {
+		ssize_t n = read(p[0], buf + off, len - 1 - off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		off += (size_t)n;
+		if (off == len - 1)
+			break;
+	}
+	buf[off] = '\0';
+	close(p[0]);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	return status;
+}
+
+/* Waits for pid with a deadline; returns its status, or -1 on timeout. */
+static int wait_child(pid_t pid, unsigned timeout_ms)
+{
+	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+	uint64_t end = test_now_ns() + (uint64_t)timeout_ms * 1000000u;
+	int status;
+
+	for (;;) {
+		pid_t r = waitpid(pid, &status, WNOHANG);
+		uint64_t now;
+
+		if (r == pid)
+			break;
+		now = test_now_ns();
+		if (now >= end) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			status = -1;
+			break;
+		}
+		if (fd >= 0) {
+			struct pollfd p = {fd, POLLIN, 0};
+
+			poll(&p, 1, (int)((end - now) / 1000000u) + 1);
+		} else {
+			test_sleep_ms(1);
+		}
+	}
+	if (fd >= 0)
+		close(fd);
+	return status;
+}
+
+static int run_one(unsigned n, const struct test *t)
+{
+	uint64_t start = test_now_ns();
+	int status;
+	pid_t pid;
+
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		printf("not ok %u - %s # fork: %s\n", n, t->name,
+		       strerror(errno));
+		return 1;
+	}
+	if (pid == 0) {
+		setpgid(0, 0);
+		_exit(t->fn() == 0 ? 0 : 1);
+	}
+	status = wait_child(pid, t->timeout_ms);
+	if (status == -1) {
+		printf("not ok %u - %s # timed out after %u ms\n", n, t->name,
+		       t->timeout_ms);
+		return 1;
+	}
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+		printf("ok %u - %s # %.1f ms\n", n, t->name,
+		       (double)(test_now_ns() - start) / 1e6);
+		return 0;
+	}
+	if (WIFSIGNALED(status))
+		printf("not ok %u - %s # killed by signal %d\n", n, t->name,
+		       WTERMSIG(status));
+	else
+		printf("not ok %u - %s # exit status %d\n", n, t->name,
+		       WEXITSTATUS(status));
+	return 1;
+}
+
+static bool selected(const char *name, int argc, char **argv)
+{
+	if (argc <= 1)
+		return true;
+	for (int i = 1; i < argc; i++)
+		if (fnmatch(argv[i], name, 0) == 0)
+			return true;
+	return false;
+}
+
+int main(int argc, char **argv)
+{
+	unsigned count = 0, n = 0, failed = 0;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc == 2 && strcmp(argv[1], "--list") == 0) {
+		for (unsigned i = 0; i < NTESTS; i++)
+			printf("%s\n", tests[i].name);
+		return 0;
+	}
+	for (unsigned i = 0; i < NTESTS; i++)
+		count += selected(tests[i].name, argc, argv);
+	if (count == 0) {
+		fprintf(stderr, "unit: no test matches\n");
+		return 2;
+	}
+	printf("1..%u\n", count);
+	for (unsigned i = 0; i < NTESTS; i++)
+		if (selected(tests[i].name, argc, argv))
+			failed += run_one(++n, &tests[i]);
+	return failed ? 1 : 0;
+}
