@@ -55,7 +55,8 @@ struct task {
 	_Atomic unsigned pending;   /* enum task_intr bits */
 	_Atomic unsigned deferred;  /* pending bits a wait had to hold back */
 	_Atomic unsigned delivered; /* bits a wait has returned -EINTR for */
-	_Atomic uint64_t raised_ns[3]; /* by kind: first raise since flush */
+	_Atomic uint64_t raised_ns[3];	  /* by kind: first raise since flush */
+	_Atomic uint64_t delivered_ns[3]; /* by kind: first delivery */
 
 	pthread_mutex_t lock;
 	bool running;		/* protected by lock */

@@ -252,9 +252,12 @@ void task_flush_interrupts(task_t *t)
 	atomic_store_explicit(&t->pending, 0, memory_order_relaxed);
 	atomic_store_explicit(&t->deferred, 0, memory_order_relaxed);
 	atomic_store_explicit(&t->delivered, 0, memory_order_relaxed);
-	for (unsigned k = 0; k < 3; k++)
+	for (unsigned k = 0; k < 3; k++) {
 		atomic_store_explicit(&t->raised_ns[k], 0,
 				      memory_order_relaxed);
+		atomic_store_explicit(&t->delivered_ns[k], 0,
+				      memory_order_relaxed);
+	}
 	if (region__tc.task == t)
 		atomic_store_explicit(&region__tc.arrived, 0,
 				      memory_order_relaxed);
@@ -295,9 +298,20 @@ void task_snapshot(task_t *t, struct task_info *ti)
 	for (unsigned k = 1; k < 3; k++) {
 		uint64_t r = atomic_load_explicit(&t->raised_ns[k],
 						  memory_order_relaxed);
+		uint64_t dl = atomic_load_explicit(&t->delivered_ns[k],
+						   memory_order_relaxed);
+		uint64_t held;
 
 		if (r && (!raised || r < raised))
 			raised = r;
+		if (!r || !(ti->deferred & k))
+			continue;
+		/* Held back until delivered, or until now if still held. */
+		held = (dl ? dl : now) > r ? (dl ? dl : now) - r : 0;
+		if (held > ti->deferral_ns)
+			ti->deferral_ns = held;
+		if (dl)
+			ti->delivered |= k;
 	}
 	ti->raised_age_ns = raised && now > raised ? now - raised : 0;
 

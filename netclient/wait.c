@@ -69,17 +69,18 @@ static void deliver(struct task *t, enum task_intr kind)
 {
 	unsigned old = atomic_fetch_or_explicit(&t->delivered, kind,
 						memory_order_relaxed);
-	uint64_t d = 0;
+	uint64_t d = 0, now;
 
 	/* An interrupt is counted once, however many waits it ends. */
 	if (old & kind)
 		return;
+	now = region__now_ns();
+	atomic_store_explicit(&t->delivered_ns[kind], now, memory_order_relaxed);
 	atomic_fetch_add_explicit(&region__stats.delivered, 1,
 				  memory_order_relaxed);
 	if (atomic_load_explicit(&t->deferred, memory_order_relaxed) & kind) {
 		uint64_t raised = atomic_load_explicit(&t->raised_ns[kind],
 						       memory_order_relaxed);
-		uint64_t now = region__now_ns();
 		uint64_t max;
 
 		d = raised && now > raised ? now - raised : 0;

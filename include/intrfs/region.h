@@ -359,7 +359,9 @@ struct task_info {
 	uint64_t wait_ns;	  /* how long the current wait has lasted */
 	unsigned pending;	  /* enum task_intr bits */
 	unsigned deferred;	  /* pending bits a wait had to defer */
+	unsigned delivered;	  /* of those, the ones delivered since */
 	uint64_t raised_age_ns;	  /* since the first pending interrupt */
+	uint64_t deferral_ns;	  /* longest a deferred one was held back */
 	unsigned depth;
 	struct {
 		const struct region_site *site;

@@ -304,6 +304,7 @@ TEST_IMPL(region_stats_deferral)
 	struct task_attr attr = {"stats", REGION_POLICY_REGION, NULL};
 	struct region_stats before, after;
 	task_t *t = task_create(&attr);
+	struct task_info ti;
 	pthread_t th;
 
 	region_stats_get(&before);
@@ -318,6 +319,12 @@ TEST_IMPL(region_stats_deferral)
 	/* It was held back for the whole 30 ms sleep. */
 	ASSERT_GE(after.deferral_ns_total - before.deferral_ns_total, 29000000);
 	ASSERT_GE(after.deferral_ns_max, 29000000);
+	/* The task's own record says the same. */
+	task_snapshot(t, &ti);
+	ASSERT_EQ(ti.deferred, TASK_INTR_FATAL);
+	ASSERT_EQ(ti.delivered, TASK_INTR_FATAL);
+	ASSERT_GE(ti.deferral_ns, 29000000);
+	ASSERT_LT(ti.deferral_ns, after.deferral_ns_max + 1);
 	task_put(t);
 	return 0;
 }
