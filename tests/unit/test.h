@@ -47,6 +47,15 @@
 
 #define ASSERT_NOT_NULL(p) ASSERT((p) != NULL)
 
+/* Skips the running test (exit 77, as automake and libfuse's tests do). */
+#define TEST_SKIP_STATUS 77
+#define TEST_SKIP(...)                                                        \
+	do {                                                                  \
+		fprintf(stderr, "SKIP: " __VA_ARGS__);                        \
+		fputc('\n', stderr);                                          \
+		exit(TEST_SKIP_STATUS);                                       \
+	} while (0)
+
 #define ASSERT_STR_EQ(a, b)                                                   \
 	do {                                                                  \
 		const char *a_ = (a), *b_ = (b);                              \

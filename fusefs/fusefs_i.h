@@ -1,0 +1,201 @@
+/*
+ * Private to the intrfs daemon: the filesystem object, the node table, the
+ * jobs that carry FUSE requests to worker threads, and the options.
+ *
+ * A FUSE request becomes a job: the libfuse handler (on a session thread)
+ * copies what the request says into the job, makes its task, registers the
+ * interrupt callback and queues it; a worker thread enters the task, runs
+ * the job inside the region the mount mode asks for, leaves the region,
+ * then replies.  So the session threads never wait for the network and an
+ * INTERRUPT is read and routed however many requests are stuck.
+ *
+ * Lock order: a node's wlock (a task mutex, taken interruptibly) before
+ * fs->nodes_lock and fs->jobs_lock, which are leaves held for a few
+ * instructions.
+ */
+#ifndef INTRFS_FUSEFS_I_H
+#define INTRFS_FUSEFS_I_H
+
+#define FUSE_USE_VERSION 312
+#include <fuse_lowlevel.h>
+
+#include "intrfs/netclient.h"
+#include "intrfs/region.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <sys/stat.h>
+
+/* The daemon's own options, beside netclient's (struct nc_opts). */
+struct fs_opts {
+	enum region_policy policy;
+	bool direct_io;
+	/* Seconds, as nfs(5)'s acregmin/acdirmin; 0 with noac. */
+	double acregmin, acregmax, acdirmin, acdirmax;
+	double neg_timeout; /* negative lookups (lookupcache=all) */
+	unsigned hung_timeout; /* seconds before the watchdog reports */
+	unsigned max_workers;
+	unsigned wbuf_mb; /* uncommitted data kept per file, MiB */
+	bool allow_other;
+	char *logfile;
+};
+
+/* A file written UNSTABLE and not yet committed: kept to resend. */
+struct extent {
+	struct extent *next;
+	uint64_t off;
+	size_t len;
+	unsigned char data[];
+};
+
+struct node {
+	fuse_ino_t ino;	     /* FUSE nodeid: the node's address, or 1 */
+	struct nc_fh fh;
+	uint64_t fileid;
+	mode_t type;	     /* S_IFMT bits */
+	uint64_t nlookup;    /* protected by fs->nodes_lock */
+	struct node *hnext;  /* protected by fs->nodes_lock */
+
+	/*
+	 * Writes not yet committed, protected by wlock: a lock taken with an
+	 * interruptible wait, like a filesystem's mutex_lock_interruptible().
+	 */
+	task_mutex_t wlock;
+	struct extent *dirty, **dirty_tail;
+	size_t dirty_bytes;
+	bool has_verf;
+	unsigned char verf[8]; /* of the first uncommitted WRITE */
+	int write_error;       /* to report at the next flush/fsync */
+};
+
+#define NODE_BUCKETS 4096
+
+struct intrfs {
+	char *source; /* SERVER:/PATH */
+	char *mountpoint;
+	struct nc_opts nco;
+	struct fs_opts o;
+	nc_client_t *nc;
+	struct fuse_session *se;
+	struct node root;
+
+	pthread_mutex_t nodes_lock;
+	struct node *nodes[NODE_BUCKETS]; /* by fh, protected by nodes_lock */
+
+	/* Jobs in flight, for the fatal-signal watcher; jobs_lock. */
+	pthread_mutex_t jobs_lock;
+	struct job *jobs;
+
+	/* The worker pool (workers.c), protected by pool_lock. */
+	pthread_mutex_t pool_lock;
+	pthread_cond_t pool_cond;
+	struct job *queue_head, *queue_tail;
+	unsigned workers, idle;
+	bool stopping;
+	pthread_cond_t pool_done;
+
+	pthread_t watcher;
+	_Atomic bool watcher_stop;
+
+	_Atomic uint64_t ops, interrupts, fatal_interrupts, eintr_replies;
+};
+
+struct job;
+typedef int (*job_run_fn)(struct job *j);
+typedef void (*job_reply_fn)(struct job *j);
+
+/* What a job needs from the request, copied on the session thread. */
+struct job {
+	struct intrfs *fs;
+	fuse_req_t req;
+	task_t *task;
+	const char *op;
+	job_run_fn run;	    /* in the worker, inside the op's region */
+	job_reply_fn reply; /* after the region, when run returned 0 */
+	struct nc_cred cred;
+	pid_t tid;		 /* the caller's thread */
+	_Atomic unsigned intr;	 /* TASK_INTR_* raised so far */
+	uint64_t start_ns;
+	struct job *qnext;	    /* protected by fs->pool_lock */
+	struct job *inext, *iprev;  /* protected by fs->jobs_lock */
+
+	fuse_ino_t ino, ino2;
+	struct fuse_file_info fi;
+	bool has_fi;
+	char *name, *name2; /* copied */
+	mode_t mode;
+	dev_t rdev;
+	int flags, to_set;
+	off_t off;
+	size_t size;
+	char *buf; /* write data (copied), read/readlink/readdir output */
+	struct stat attr;
+
+	/* Results for reply(). */
+	struct fuse_entry_param entry;
+	struct stat st;
+	struct statvfs stv;
+	size_t out_len;
+};
+
+/*
+ * The mount mode's region around work on one request: killable (the
+ * default), uninterruptible (nointr) or none (intr).  A macro, so that each
+ * use is its own call site with its own reason.
+ */
+#define FS_REGION_BEGIN(fs, why)                                              \
+	do {                                                                  \
+		switch ((fs)->nco.intr_mode) {                                \
+		case NC_KILLABLE:                                             \
+			region_begin_killable(why);                           \
+			break;                                                \
+		case NC_NOINTR:                                               \
+			region_begin_uninterruptible(why);                    \
+			break;                                                \
+		case NC_INTR:                                                 \
+			break;                                                \
+		}                                                             \
+	} while (0)
+
+#define FS_REGION_END(fs)                                                     \
+	do {                                                                  \
+		switch ((fs)->nco.intr_mode) {                                \
+		case NC_KILLABLE:                                             \
+			region_end_killable();                                \
+			break;                                                \
+		case NC_NOINTR:                                               \
+			region_end_uninterruptible();                         \
+			break;                                                \
+		case NC_INTR:                                                 \
+			break;                                                \
+		}                                                             \
+	} while (0)
+
+/* nodes.c */
+void nodes_init(struct intrfs *fs);
+void nodes_destroy(struct intrfs *fs);
+struct node *node_of(struct intrfs *fs, fuse_ino_t ino);
+/* Finds or makes the node of fh and counts one lookup. */
+struct node *node_lookup(struct intrfs *fs, const struct nc_fh *fh,
+			 const struct nc_attr *attr);
+void node_forget(struct intrfs *fs, fuse_ino_t ino, uint64_t n);
+
+/* workers.c */
+int workers_start(struct intrfs *fs);
+void workers_stop(struct intrfs *fs);
+/* Makes a job for req, with its task and credentials. */
+struct job *job_new(struct intrfs *fs, fuse_req_t req, const char *op,
+		    job_run_fn run, job_reply_fn reply);
+/* Registers the interrupt callback and queues j to a worker. */
+void job_submit(struct job *j);
+/* A job that fails before it runs (ENOMEM copying its arguments). */
+void job_fail(struct job *j, int err);
+
+/* ops.c */
+extern const struct fuse_lowlevel_ops intrfs_ops;
+
+/* attr.c-like helpers in ops.c, used by workers too */
+void attr_to_stat(const struct nc_attr *a, struct stat *st);
+
+#endif

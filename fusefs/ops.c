@@ -1,0 +1,1068 @@
+/*
+ * The FUSE operations.  Each has three parts: the libfuse handler (on a
+ * session thread: copy the arguments into a job, submit it, return), a run
+ * function (on a worker, inside the job's task and the mount mode's region:
+ * the NFS calls) and a reply function (after the region: answer FUSE).
+ * Only forget, which needs no network, is answered on the session thread.
+ *
+ * Operations that make several NFS calls for one request (a large write
+ * split into WRITEs, a commit that must resend, create with a verifier and
+ * its SETATTR, rename with RENAME_NOREPLACE, link and its LOOKUP) run them in
+ * a region of their own, nested inside the request's, inside which the
+ * transport's record-send region nests in turn.
+ *
+ * Writes go UNSTABLE and are kept (node->dirty) until a COMMIT says the
+ * server has them on stable storage: at fsync, at flush (so close() reports
+ * errors), and when a file's uncommitted data passes wbuf= MiB.  A changed
+ * write verifier means the server restarted and lost them: they are sent
+ * again, FILE_SYNC.
+ */
+#include "fusefs_i.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sysmacros.h>
+
+#define FS(req) ((struct intrfs *)fuse_req_userdata(req))
+
+/* Conversions. */
+
+void attr_to_stat(const struct nc_attr *a, struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_ino = a->fileid;
+	st->st_mode = a->mode;
+	st->st_nlink = a->nlink;
+	st->st_uid = a->uid;
+	st->st_gid = a->gid;
+	st->st_size = (off_t)a->size;
+	st->st_blocks = (blkcnt_t)((a->used + 511) / 512);
+	st->st_blksize = 65536;
+	st->st_rdev = makedev(a->rdev_major, a->rdev_minor);
+	st->st_atim = a->atime;
+	st->st_mtim = a->mtime;
+	st->st_ctim = a->ctime;
+}
+
+static double attr_timeout(const struct intrfs *fs, mode_t mode)
+{
+	return S_ISDIR(mode) ? fs->o.acdirmin : fs->o.acregmin;
+}
+
+/* Makes the FUSE entry for a name the server gave a handle for. */
+static int fill_entry(struct intrfs *fs, const struct nc_entry *e,
+		      struct fuse_entry_param *out)
+{
+	struct node *n;
+
+	if (!e->has_fh || !e->has_attr)
+		return -EIO;
+	n = node_lookup(fs, &e->fh, &e->attr);
+	if (!n)
+		return -ENOMEM;
+	memset(out, 0, sizeof(*out));
+	out->ino = n->ino;
+	attr_to_stat(&e->attr, &out->attr);
+	out->attr_timeout = attr_timeout(fs, e->attr.mode);
+	out->entry_timeout = fs->o.acdirmin;
+	return 0;
+}
+
+static struct nc_fh *fh_of(struct job *j, fuse_ino_t ino)
+{
+	return &node_of(j->fs, ino)->fh;
+}
+
+static void reply_entry(struct job *j)
+{
+	fuse_reply_entry(j->req, &j->entry);
+}
+
+static void reply_attr(struct job *j)
+{
+	fuse_reply_attr(j->req, &j->st, attr_timeout(j->fs, j->st.st_mode));
+}
+
+static void reply_ok(struct job *j)
+{
+	fuse_reply_err(j->req, 0);
+}
+
+static void reply_buf(struct job *j)
+{
+	fuse_reply_buf(j->req, j->buf, j->out_len);
+}
+
+static void reply_open(struct job *j)
+{
+	fuse_reply_open(j->req, &j->fi);
+}
+
+/* Submits j, or fails it when copying its names failed. */
+static void submit(struct job *j, bool ok)
+{
+	if (!ok)
+		job_fail(j, ENOMEM);
+	else
+		job_submit(j);
+}
+
+#define NEW_JOB(req, opname, runfn, replyfn)                                  \
+	struct job *j = job_new(FS(req), (req), (opname), (runfn), (replyfn)); \
+	if (!j) {                                                             \
+		fuse_reply_err((req), ENOMEM);                                \
+		return;                                                       \
+	}
+
+static bool copy_fi(struct job *j, const struct fuse_file_info *fi)
+{
+	if (fi) {
+		j->fi = *fi;
+		j->has_fi = true;
+	}
+	return true;
+}
+
+/* init and destroy */
+
+static void op_init(void *userdata, struct fuse_conn_info *conn)
+{
+	(void)userdata;
+	/* Big requests: 1 MiB reads and writes, several in flight. */
+	conn->max_write = NC_MAX_IO;
+	conn->max_readahead = NC_MAX_IO;
+	conn->max_background = 64;
+	conn->congestion_threshold = 48;
+	if (conn->capable & FUSE_CAP_ASYNC_READ)
+		conn->want |= FUSE_CAP_ASYNC_READ;
+	if (conn->capable & FUSE_CAP_ASYNC_DIO)
+		conn->want |= FUSE_CAP_ASYNC_DIO;
+	if (conn->capable & FUSE_CAP_READDIRPLUS)
+		conn->want |= FUSE_CAP_READDIRPLUS;
+	if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
+		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
+	/* The page cache would hide writes from the server's errors. */
+	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+}
+
+/* lookup, forget */
+
+static int run_lookup(struct job *j)
+{
+	struct nc_entry e;
+	int rc = nc_lookup(j->fs->nc, &j->cred, fh_of(j, j->ino), j->name, &e);
+
+	if (rc == -ENOENT && j->fs->o.neg_timeout > 0) {
+		/* A negative entry the kernel may cache. */
+		memset(&j->entry, 0, sizeof(j->entry));
+		j->entry.entry_timeout = j->fs->o.neg_timeout;
+		return 0;
+	}
+	return rc ? rc : fill_entry(j->fs, &e, &j->entry);
+}
+
+static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	NEW_JOB(req, "lookup", run_lookup, reply_entry);
+	j->ino = parent;
+	j->name = strdup(name);
+	submit(j, j->name != NULL);
+}
+
+static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	node_forget(FS(req), ino, nlookup);
+	fuse_reply_none(req);
+}
+
+static void op_forget_multi(fuse_req_t req, size_t count,
+			    struct fuse_forget_data *forgets)
+{
+	for (size_t i = 0; i < count; i++)
+		node_forget(FS(req), forgets[i].ino, forgets[i].nlookup);
+	fuse_reply_none(req);
+}
+
+/* getattr, setattr */
+
+static int run_getattr(struct job *j)
+{
+	struct nc_attr a;
+	int rc = nc_getattr(j->fs->nc, &j->cred, fh_of(j, j->ino), &a);
+
+	if (rc == 0)
+		attr_to_stat(&a, &j->st);
+	return rc;
+}
+
+static void op_getattr(fuse_req_t req, fuse_ino_t ino,
+		       struct fuse_file_info *fi)
+{
+	NEW_JOB(req, "getattr", run_getattr, reply_attr);
+	(void)fi;
+	j->ino = ino;
+	submit(j, true);
+}
+
+/* Drops what is kept of writes at or past size (a truncate). */
+static void trim_dirty(struct node *n, uint64_t size)
+{
+	struct extent **p = &n->dirty;
+
+	while (*p) {
+		struct extent *e = *p;
+
+		if (e->off >= size) {
+			*p = e->next;
+			n->dirty_bytes -= e->len;
+			free(e);
+			continue;
+		}
+		if (e->off + e->len > size) {
+			n->dirty_bytes -= e->off + e->len - size;
+			e->len = (size_t)(size - e->off);
+		}
+		p = &e->next;
+	}
+	n->dirty_tail = &n->dirty;
+	while (*n->dirty_tail)
+		n->dirty_tail = &(*n->dirty_tail)->next;
+}
+
+static int run_setattr(struct job *j)
+{
+	struct node *n = node_of(j->fs, j->ino);
+	struct nc_sattr sa = {0};
+	struct nc_attr a;
+	int rc;
+
+	if (j->to_set & FUSE_SET_ATTR_MODE) {
+		sa.set |= NC_SET_MODE;
+		sa.mode = j->attr.st_mode & 07777;
+	}
+	if (j->to_set & FUSE_SET_ATTR_UID) {
+		sa.set |= NC_SET_UID;
+		sa.uid = j->attr.st_uid;
+	}
+	if (j->to_set & FUSE_SET_ATTR_GID) {
+		sa.set |= NC_SET_GID;
+		sa.gid = j->attr.st_gid;
+	}
+	if (j->to_set & FUSE_SET_ATTR_SIZE) {
+		sa.set |= NC_SET_SIZE;
+		sa.size = (uint64_t)j->attr.st_size;
+	}
+	if (j->to_set & FUSE_SET_ATTR_ATIME_NOW) {
+		sa.set |= NC_SET_ATIME_NOW;
+	} else if (j->to_set & FUSE_SET_ATTR_ATIME) {
+		sa.set |= NC_SET_ATIME;
+		sa.atime = j->attr.st_atim;
+	}
+	if (j->to_set & FUSE_SET_ATTR_MTIME_NOW) {
+		sa.set |= NC_SET_MTIME_NOW;
+	} else if (j->to_set & FUSE_SET_ATTR_MTIME) {
+		sa.set |= NC_SET_MTIME;
+		sa.mtime = j->attr.st_mtim;
+	}
+	if (!(sa.set & NC_SET_SIZE)) {
+		rc = nc_setattr(j->fs->nc, &j->cred, &n->fh, &sa, &a);
+		if (rc == 0)
+			attr_to_stat(&a, &j->st);
+		return rc;
+	}
+
+	/* A truncate must not be undone by a later resend of old data. */
+	rc = task_mutex_lock(&n->wlock, TASK_INTERRUPTIBLE, TASK_FOREVER);
+	if (rc)
+		return rc;
+	rc = nc_setattr(j->fs->nc, &j->cred, &n->fh, &sa, &a);
+	if (rc == 0) {
+		trim_dirty(n, sa.size);
+		attr_to_stat(&a, &j->st);
+	}
+	task_mutex_unlock(&n->wlock);
+	return rc;
+}
+
+static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
+		       int to_set, struct fuse_file_info *fi)
+{
+	NEW_JOB(req, "setattr", run_setattr, reply_attr);
+	(void)fi;
+	j->ino = ino;
+	j->attr = *attr;
+	j->to_set = to_set;
+	submit(j, true);
+}
+
+/* readlink */
+
+static int run_readlink(struct job *j)
+{
+	j->buf = malloc(PATH_MAX + 1);
+	if (!j->buf)
+		return -ENOMEM;
+	return nc_readlink(j->fs->nc, &j->cred, fh_of(j, j->ino), j->buf,
+			   PATH_MAX + 1);
+}
+
+static void reply_readlink(struct job *j)
+{
+	fuse_reply_readlink(j->req, j->buf);
+}
+
+static void op_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	NEW_JOB(req, "readlink", run_readlink, reply_readlink);
+	j->ino = ino;
+	submit(j, true);
+}
+
+/* mknod, mkdir, symlink, create */
+
+static struct nc_sattr mode_sattr(mode_t mode)
+{
+	struct nc_sattr sa = {0};
+
+	sa.set = NC_SET_MODE;
+	sa.mode = mode & 07777;
+	return sa;
+}
+
+static int run_mknod(struct job *j)
+{
+	struct nc_sattr sa = mode_sattr(j->mode);
+	struct nc_entry e;
+	int rc;
+
+	if (S_ISREG(j->mode))
+		rc = nc_create(j->fs->nc, &j->cred, fh_of(j, j->ino), j->name,
+			       NC_CREATE_GUARDED, &sa, &e);
+	else
+		rc = nc_mknod(j->fs->nc, &j->cred, fh_of(j, j->ino), j->name,
+			      j->mode & S_IFMT, major(j->rdev), minor(j->rdev),
+			      &sa, &e);
+	return rc ? rc : fill_entry(j->fs, &e, &j->entry);
+}
+
+static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
+		     mode_t mode, dev_t rdev)
+{
+	NEW_JOB(req, "mknod", run_mknod, reply_entry);
+	j->ino = parent;
+	j->mode = mode;
+	j->rdev = rdev;
+	j->name = strdup(name);
+	submit(j, j->name != NULL);
+}
+
+static int run_mkdir(struct job *j)
+{
+	struct nc_sattr sa = mode_sattr(j->mode);
+	struct nc_entry e;
+	int rc = nc_mkdir(j->fs->nc, &j->cred, fh_of(j, j->ino), j->name, &sa,
+			  &e);
+
+	return rc ? rc : fill_entry(j->fs, &e, &j->entry);
+}
+
+static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
+		     mode_t mode)
+{
+	NEW_JOB(req, "mkdir", run_mkdir, reply_entry);
+	j->ino = parent;
+	j->mode = mode;
+	j->name = strdup(name);
+	submit(j, j->name != NULL);
+}
+
+static int run_symlink(struct job *j)
+{
+	struct nc_sattr sa = mode_sattr(0777);
+	struct nc_entry e;
+	int rc = nc_symlink(j->fs->nc, &j->cred, fh_of(j, j->ino), j->name,
+			    j->name2, &sa, &e);
+
+	return rc ? rc : fill_entry(j->fs, &e, &j->entry);
+}
+
+static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
+		       const char *name)
+{
+	NEW_JOB(req, "symlink", run_symlink, reply_entry);
+	j->ino = parent;
+	j->name = strdup(name);
+	j->name2 = strdup(link);
+	submit(j, j->name && j->name2);
+}
+
+static bool wants_direct_io(const struct intrfs *fs, int flags)
+{
+	/*
+	 * Buffered reads go through readahead, which no signal interrupts:
+	 * O_DIRECT and direct_io make reads interruptible requests.
+	 */
+	return fs->o.direct_io || (flags & O_DIRECT);
+}
+
+static int run_create(struct job *j)
+{
+	struct nc_sattr sa = mode_sattr(j->mode);
+	enum nc_createmode how = NC_CREATE_UNCHECKED;
+	struct nc_entry e;
+	int rc;
+
+	if (j->fi.flags & O_EXCL) {
+		/*
+		 * EXCLUSIVE: a verifier makes a retransmitted CREATE safe,
+		 * and the attributes follow in a SETATTR: two calls, one
+		 * region.
+		 */
+		how = NC_CREATE_EXCLUSIVE;
+	} else if (j->fi.flags & O_TRUNC) {
+		sa.set |= NC_SET_SIZE;
+		sa.size = 0;
+	}
+	FS_REGION_BEGIN(j->fs, "create: CREATE, SETATTR");
+	rc = nc_create(j->fs->nc, &j->cred, fh_of(j, j->ino), j->name, how, &sa,
+		       &e);
+	FS_REGION_END(j->fs);
+	if (rc)
+		return rc;
+	rc = fill_entry(j->fs, &e, &j->entry);
+	j->fi.direct_io = wants_direct_io(j->fs, j->fi.flags);
+	j->fi.keep_cache = 0;
+	return rc;
+}
+
+static void reply_create(struct job *j)
+{
+	fuse_reply_create(j->req, &j->entry, &j->fi);
+}
+
+static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
+		      mode_t mode, struct fuse_file_info *fi)
+{
+	NEW_JOB(req, "create", run_create, reply_create);
+	j->ino = parent;
+	j->mode = mode;
+	copy_fi(j, fi);
+	j->name = strdup(name);
+	submit(j, j->name != NULL);
+}
+
+/* unlink, rmdir, rename, link */
+
+static int run_unlink(struct job *j)
+{
+	return nc_remove(j->fs->nc, &j->cred, fh_of(j, j->ino), j->name);
+}
+
+static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	NEW_JOB(req, "unlink", run_unlink, reply_ok);
+	j->ino = parent;
+	j->name = strdup(name);
+	submit(j, j->name != NULL);
+}
+
+static int run_rmdir(struct job *j)
+{
+	return nc_rmdir(j->fs->nc, &j->cred, fh_of(j, j->ino), j->name);
+}
+
+static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	NEW_JOB(req, "rmdir", run_rmdir, reply_ok);
+	j->ino = parent;
+	j->name = strdup(name);
+	submit(j, j->name != NULL);
+}
+
+static int run_rename(struct job *j)
+{
+	struct nc_entry e;
+	int rc = 0;
+
+	if (j->flags & ~RENAME_NOREPLACE)
+		return -EINVAL; /* RENAME_EXCHANGE has no NFSv3 call */
+	FS_REGION_BEGIN(j->fs, "rename: LOOKUP, RENAME");
+	if (j->flags & RENAME_NOREPLACE) {
+		rc = nc_lookup(j->fs->nc, &j->cred, fh_of(j, j->ino2), j->name2,
+			       &e);
+		rc = rc == 0 ? -EEXIST : rc == -ENOENT ? 0 : rc;
+	}
+	if (rc == 0)
+		rc = nc_rename(j->fs->nc, &j->cred, fh_of(j, j->ino), j->name,
+			       fh_of(j, j->ino2), j->name2);
+	FS_REGION_END(j->fs);
+	return rc;
+}
+
+static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+		      fuse_ino_t newparent, const char *newname,
+		      unsigned int flags)
+{
+	NEW_JOB(req, "rename", run_rename, reply_ok);
+	j->ino = parent;
+	j->ino2 = newparent;
+	j->flags = (int)flags;
+	j->name = strdup(name);
+	j->name2 = strdup(newname);
+	submit(j, j->name && j->name2);
+}
+
+static int run_link(struct job *j)
+{
+	struct nc_entry e;
+	int rc;
+
+	FS_REGION_BEGIN(j->fs, "link: LINK, LOOKUP");
+	rc = nc_link(j->fs->nc, &j->cred, fh_of(j, j->ino), fh_of(j, j->ino2),
+		     j->name);
+	if (rc == 0)
+		rc = nc_lookup(j->fs->nc, &j->cred, fh_of(j, j->ino2), j->name,
+			       &e);
+	FS_REGION_END(j->fs);
+	return rc ? rc : fill_entry(j->fs, &e, &j->entry);
+}
+
+static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
+		    const char *newname)
+{
+	NEW_JOB(req, "link", run_link, reply_entry);
+	j->ino = ino;
+	j->ino2 = newparent;
+	j->name = strdup(newname);
+	submit(j, j->name != NULL);
+}
+
+/* open, read */
+
+static uint32_t access_bits(mode_t type, int mask)
+{
+	uint32_t a = 0;
+
+	if (mask & R_OK)
+		a |= S_ISDIR(type) ? NC_ACCESS_READ | NC_ACCESS_LOOKUP :
+				     NC_ACCESS_READ;
+	if (mask & W_OK)
+		a |= S_ISDIR(type) ? NC_ACCESS_MODIFY | NC_ACCESS_EXTEND |
+					     NC_ACCESS_DELETE :
+				     NC_ACCESS_MODIFY | NC_ACCESS_EXTEND;
+	if (mask & X_OK)
+		a |= S_ISDIR(type) ? NC_ACCESS_LOOKUP : NC_ACCESS_EXECUTE;
+	return a;
+}
+
+/* Asks the server whether the caller may; -EACCES when not. */
+static int check_access(struct job *j, struct node *n, int mask)
+{
+	uint32_t want = access_bits(n->type, mask), granted = 0;
+	int rc;
+
+	if (!want)
+		return 0;
+	rc = nc_access(j->fs->nc, &j->cred, &n->fh, want, &granted);
+	if (rc)
+		return rc;
+	return (granted & want) == want ? 0 : -EACCES;
+}
+
+static int run_open(struct job *j)
+{
+	struct node *n = node_of(j->fs, j->ino);
+	int acc = j->fi.flags & O_ACCMODE;
+	int mask = acc == O_RDONLY ? R_OK : acc == O_WRONLY ? W_OK :
+							       R_OK | W_OK;
+	int rc;
+
+	/* As Linux's NFS client does at open: an ACCESS call. */
+	rc = check_access(j, n, mask);
+	if (rc)
+		return rc;
+	j->fi.direct_io = wants_direct_io(j->fs, j->fi.flags);
+	/* Close-to-open: what another client wrote must be seen. */
+	j->fi.keep_cache = 0;
+	return 0;
+}
+
+static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	NEW_JOB(req, "open", run_open, reply_open);
+	j->ino = ino;
+	copy_fi(j, fi);
+	submit(j, true);
+}
+
+static int run_read(struct job *j)
+{
+	bool eof;
+	int rc;
+
+	j->buf = malloc(j->size ? j->size : 1);
+	if (!j->buf)
+		return -ENOMEM;
+	rc = nc_pread(j->fs->nc, &j->cred, fh_of(j, j->ino), (uint64_t)j->off,
+		      j->size, j->buf, &j->out_len, &eof);
+	return rc;
+}
+
+static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	NEW_JOB(req, "read", run_read, reply_buf);
+	j->ino = ino;
+	j->size = size;
+	j->off = off;
+	copy_fi(j, fi);
+	submit(j, true);
+}
+
+/* write, flush, fsync, release */
+
+static void drop_dirty(struct node *n)
+{
+	for (struct extent *e = n->dirty, *next; e; e = next) {
+		next = e->next;
+		free(e);
+	}
+	n->dirty = NULL;
+	n->dirty_tail = &n->dirty;
+	n->dirty_bytes = 0;
+	n->has_verf = false;
+}
+
+/*
+ * The server lost what it had not committed: send every kept extent again,
+ * FILE_SYNC so that no second commit is needed.  Called with n->wlock held.
+ */
+static int resend_dirty(struct job *j, struct node *n)
+{
+	struct nc_write_res res;
+	int rc = 0;
+
+	fprintf(stderr, "intrfs: server %s restarted (write verifier changed): "
+			"resending %zu uncommitted bytes of file %" PRIu64 "\n",
+		nc_client_server(j->fs->nc), n->dirty_bytes, n->fileid);
+	for (struct extent *e = n->dirty; e && rc == 0; e = e->next)
+		rc = nc_pwrite(j->fs->nc, &j->cred, &n->fh, e->off, e->len,
+			       e->data, NC_FILE_SYNC, &res);
+	if (rc == 0)
+		drop_dirty(n);
+	return rc;
+}
+
+/* COMMIT what is kept; called with n->wlock held. */
+static int commit_dirty(struct job *j, struct node *n)
+{
+	unsigned char verf[8];
+	int rc;
+
+	if (!n->dirty)
+		return 0;
+	FS_REGION_BEGIN(j->fs, "commit: COMMIT, resend if the server lost it");
+	rc = nc_commit(j->fs->nc, &j->cred, &n->fh, 0, 0, verf);
+	if (rc == 0 && memcmp(verf, n->verf, sizeof(verf)) != 0)
+		rc = resend_dirty(j, n);
+	else if (rc == 0)
+		drop_dirty(n);
+	FS_REGION_END(j->fs);
+	return rc;
+}
+
+static int run_write(struct job *j)
+{
+	struct node *n = node_of(j->fs, j->ino);
+	struct extent *e = (struct extent *)j->buf;
+	struct nc_write_res res;
+	int rc;
+
+	rc = task_mutex_lock(&n->wlock, TASK_INTERRUPTIBLE, TASK_FOREVER);
+	if (rc)
+		return rc;
+	FS_REGION_BEGIN(j->fs, "write: WRITE calls of one request");
+	rc = nc_pwrite(j->fs->nc, &j->cred, &n->fh, e->off, e->len, e->data,
+		       NC_UNSTABLE, &res);
+	if (rc == 0 && res.committed != NC_FILE_SYNC) {
+		bool lost = res.count != 0 && n->has_verf &&
+			    memcmp(res.verf, n->verf, sizeof(res.verf)) != 0;
+
+		/* Kept until committed: the extent moves to the node. */
+		j->buf = NULL;
+		e->next = NULL;
+		*n->dirty_tail = e;
+		n->dirty_tail = &e->next;
+		n->dirty_bytes += e->len;
+		if (!n->has_verf) {
+			memcpy(n->verf, res.verf, sizeof(n->verf));
+			n->has_verf = true;
+		}
+		if (lost)
+			rc = resend_dirty(j, n);
+		else if (n->dirty_bytes >= (size_t)j->fs->o.wbuf_mb << 20)
+			rc = commit_dirty(j, n);
+	}
+	FS_REGION_END(j->fs);
+	if (rc && rc != -EINTR)
+		n->write_error = rc;
+	task_mutex_unlock(&n->wlock);
+	j->out_len = j->size;
+	return rc;
+}
+
+static void reply_write(struct job *j)
+{
+	fuse_reply_write(j->req, j->out_len);
+}
+
+static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
+		     size_t size, off_t off, struct fuse_file_info *fi)
+{
+	NEW_JOB(req, "write", run_write, reply_write);
+	struct extent *e = malloc(sizeof(*e) + size);
+
+	j->ino = ino;
+	j->size = size;
+	j->off = off;
+	copy_fi(j, fi);
+	if (e) {
+		/* The request buffer is reused once this handler returns. */
+		e->off = (uint64_t)off;
+		e->len = size;
+		memcpy(e->data, buf, size);
+		j->buf = (char *)e;
+	}
+	submit(j, e != NULL);
+}
+
+/* flush and fsync: everything written is on stable storage, or an error. */
+static int run_sync(struct job *j)
+{
+	struct node *n = node_of(j->fs, j->ino);
+	int rc;
+
+	rc = task_mutex_lock(&n->wlock, TASK_INTERRUPTIBLE, TASK_FOREVER);
+	if (rc)
+		return rc;
+	rc = commit_dirty(j, n);
+	if (rc == 0 && n->write_error) {
+		rc = n->write_error;
+		n->write_error = 0;
+	}
+	task_mutex_unlock(&n->wlock);
+	return rc;
+}
+
+static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	NEW_JOB(req, "flush", run_sync, reply_ok);
+	j->ino = ino;
+	copy_fi(j, fi);
+	submit(j, true);
+}
+
+static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
+		     struct fuse_file_info *fi)
+{
+	NEW_JOB(req, "fsync", run_sync, reply_ok);
+	(void)datasync;
+	j->ino = ino;
+	copy_fi(j, fi);
+	submit(j, true);
+}
+
+static int run_release(struct job *j)
+{
+	/* flush came first; this catches writes from mmap and the like. */
+	int rc = run_sync(j);
+
+	if (rc && rc != -EINTR)
+		fprintf(stderr, "intrfs: commit at release failed: %s\n",
+			strerror(-rc));
+	return 0;
+}
+
+static void op_release(fuse_req_t req, fuse_ino_t ino,
+		       struct fuse_file_info *fi)
+{
+	NEW_JOB(req, "release", run_release, reply_ok);
+	j->ino = ino;
+	copy_fi(j, fi);
+	submit(j, true);
+}
+
+/* Directories. */
+
+struct dirent_copy {
+	char *name;
+	uint64_t fileid, cookie;
+	bool has_entry;
+	struct nc_entry e;
+};
+
+struct dirhandle {
+	struct dirent_copy *ents;
+	size_t n, cap;
+	bool loaded;
+};
+
+static int collect(void *arg, const char *name, uint64_t fileid,
+		   uint64_t cookie, const struct nc_fh *fh,
+		   const struct nc_attr *attr)
+{
+	struct dirhandle *d = arg;
+	struct dirent_copy *c;
+
+	if (d->n == d->cap) {
+		size_t cap = d->cap ? d->cap * 2 : 64;
+		struct dirent_copy *p = realloc(d->ents, cap * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		d->ents = p;
+		d->cap = cap;
+	}
+	c = &d->ents[d->n];
+	memset(c, 0, sizeof(*c));
+	c->name = strdup(name);
+	if (!c->name)
+		return -ENOMEM;
+	c->fileid = fileid;
+	c->cookie = cookie;
+	if (fh && attr) {
+		c->has_entry = true;
+		c->e.fh = *fh;
+		c->e.attr = *attr;
+		c->e.has_fh = c->e.has_attr = true;
+	}
+	d->n++;
+	return 0;
+}
+
+static void dir_clear(struct dirhandle *d)
+{
+	for (size_t i = 0; i < d->n; i++)
+		free(d->ents[i].name);
+	d->n = 0;
+	d->loaded = false;
+}
+
+/* Reads the whole directory once per pass (offset 0). */
+static int dir_load(struct job *j, struct dirhandle *d, bool plus)
+{
+	unsigned char verf[8] = {0};
+	uint64_t cookie = 0;
+	bool eof = false;
+	int rc = 0;
+
+	dir_clear(d);
+	FS_REGION_BEGIN(j->fs, "readdir: READDIRPLUS calls");
+	while (!eof && rc == 0) {
+		size_t before = d->n;
+
+		rc = nc_readdir(j->fs->nc, &j->cred, fh_of(j, j->ino), cookie,
+				verf, plus, collect, d, &eof);
+		if (rc == 0 && d->n == before && !eof)
+			rc = -EIO; /* no progress and no end: a bad server */
+		if (rc == 0 && d->n > before)
+			cookie = d->ents[d->n - 1].cookie;
+	}
+	FS_REGION_END(j->fs);
+	d->loaded = rc == 0;
+	return rc;
+}
+
+static int run_readdir_common(struct job *j, bool plus)
+{
+	struct dirhandle *d = (struct dirhandle *)(uintptr_t)j->fi.fh;
+	size_t len = 0;
+	int rc;
+
+	if (j->off == 0 || !d->loaded) {
+		rc = dir_load(j, d, plus);
+		if (rc)
+			return rc;
+	}
+	j->buf = malloc(j->size);
+	if (!j->buf)
+		return -ENOMEM;
+	for (size_t i = (size_t)j->off; i < d->n; i++) {
+		struct dirent_copy *c = &d->ents[i];
+		size_t need, left = j->size - len;
+		bool dot = strcmp(c->name, ".") == 0 ||
+			   strcmp(c->name, "..") == 0;
+
+		if (!plus) {
+			struct stat st = {0};
+
+			st.st_ino = c->fileid;
+			st.st_mode = c->has_entry ? c->e.attr.mode & S_IFMT : 0;
+			need = fuse_add_direntry(j->req, j->buf + len, left,
+						 c->name, &st, (off_t)i + 1);
+		} else {
+			struct fuse_entry_param e = {0};
+
+			e.attr.st_ino = c->fileid;
+			/* A node for each entry but . and .., counted once. */
+			if (c->has_entry && !dot) {
+				rc = fill_entry(j->fs, &c->e, &e);
+				if (rc)
+					return rc;
+			} else if (c->has_entry) {
+				e.attr.st_mode = c->e.attr.mode & S_IFMT;
+			}
+			need = fuse_add_direntry_plus(j->req, j->buf + len,
+						      left, c->name, &e,
+						      (off_t)i + 1);
+			if (need > left && e.ino)
+				node_forget(j->fs, e.ino, 1);
+		}
+		if (need > left)
+			break;
+		len += need;
+	}
+	j->out_len = len;
+	return 0;
+}
+
+static int run_readdir(struct job *j)
+{
+	return run_readdir_common(j, false);
+}
+
+static int run_readdirplus(struct job *j)
+{
+	return run_readdir_common(j, true);
+}
+
+static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi)
+{
+	NEW_JOB(req, "readdir", run_readdir, reply_buf);
+	j->ino = ino;
+	j->size = size;
+	j->off = off;
+	copy_fi(j, fi);
+	submit(j, true);
+}
+
+static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size,
+			   off_t off, struct fuse_file_info *fi)
+{
+	NEW_JOB(req, "readdirplus", run_readdirplus, reply_buf);
+	j->ino = ino;
+	j->size = size;
+	j->off = off;
+	copy_fi(j, fi);
+	submit(j, true);
+}
+
+static void op_opendir(fuse_req_t req, fuse_ino_t ino,
+		       struct fuse_file_info *fi)
+{
+	struct dirhandle *d = calloc(1, sizeof(*d));
+
+	(void)ino;
+	if (!d) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	fi->fh = (uint64_t)(uintptr_t)d;
+	fuse_reply_open(req, fi);
+}
+
+static void op_releasedir(fuse_req_t req, fuse_ino_t ino,
+			  struct fuse_file_info *fi)
+{
+	struct dirhandle *d = (struct dirhandle *)(uintptr_t)fi->fh;
+
+	(void)ino;
+	dir_clear(d);
+	free(d->ents);
+	free(d);
+	fuse_reply_err(req, 0);
+}
+
+/* statfs, access */
+
+static int run_statfs(struct job *j)
+{
+	struct nc_fsstat fs;
+	int rc = nc_fsstat(j->fs->nc, &j->cred, fh_of(j, j->ino), &fs);
+	const unsigned long frsize = 4096;
+
+	if (rc)
+		return rc;
+	memset(&j->stv, 0, sizeof(j->stv));
+	j->stv.f_bsize = nc_client_wsize(j->fs->nc);
+	j->stv.f_frsize = frsize;
+	j->stv.f_blocks = fs.tbytes / frsize;
+	j->stv.f_bfree = fs.fbytes / frsize;
+	j->stv.f_bavail = fs.abytes / frsize;
+	j->stv.f_files = fs.tfiles;
+	j->stv.f_ffree = fs.ffiles;
+	j->stv.f_favail = fs.afiles;
+	j->stv.f_namemax = 255;
+	return 0;
+}
+
+static void reply_statfs(struct job *j)
+{
+	fuse_reply_statfs(j->req, &j->stv);
+}
+
+static void op_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	NEW_JOB(req, "statfs", run_statfs, reply_statfs);
+	j->ino = ino;
+	submit(j, true);
+}
+
+static int run_access(struct job *j)
+{
+	return check_access(j, node_of(j->fs, j->ino), j->flags);
+}
+
+static void op_access(fuse_req_t req, fuse_ino_t ino, int mask)
+{
+	NEW_JOB(req, "access", run_access, reply_ok);
+	j->ino = ino;
+	j->flags = mask;
+	submit(j, true);
+}
+
+const struct fuse_lowlevel_ops intrfs_ops = {
+	.init = op_init,
+	.lookup = op_lookup,
+	.forget = op_forget,
+	.forget_multi = op_forget_multi,
+	.getattr = op_getattr,
+	.setattr = op_setattr,
+	.readlink = op_readlink,
+	.mknod = op_mknod,
+	.mkdir = op_mkdir,
+	.unlink = op_unlink,
+	.rmdir = op_rmdir,
+	.symlink = op_symlink,
+	.rename = op_rename,
+	.link = op_link,
+	.open = op_open,
+	.read = op_read,
+	.write = op_write,
+	.flush = op_flush,
+	.release = op_release,
+	.fsync = op_fsync,
+	.opendir = op_opendir,
+	.readdir = op_readdir,
+	.readdirplus = op_readdirplus,
+	.releasedir = op_releasedir,
+	.statfs = op_statfs,
+	.access = op_access,
+	.create = op_create,
+};

@@ -1,0 +1,328 @@
+/*
+ * Jobs, the worker pool and interrupt routing.
+ *
+ * A libfuse handler makes a job (job_new), copies the request's arguments
+ * into it and submits it (job_submit): that registers the interrupt callback
+ * and queues the job; an idle worker takes it, or a new worker is started,
+ * so that a request never waits for another one to finish.  The session
+ * threads only ever copy and queue: they never wait for the network.
+ *
+ * FUSE_INTERRUPT reaches on_interrupt() on a session thread.  The kernel
+ * sends one per request, on the first signal, and none for a later SIGKILL,
+ * so the callback raises a normal interrupt at once (an intr mount answers
+ * EINTR without waiting for anything more) and then reads the caller's
+ * /proc/<tid>/status: a pending SIGKILL makes it fatal.  While a job holds
+ * a normal interrupt back (a killable region), the watcher thread keeps
+ * reading the caller's status, and raises a fatal interrupt when a SIGKILL
+ * comes.
+ *
+ * Lock order: pool_lock and jobs_lock are leaves.  The interrupt callback
+ * runs with libfuse's request lock held, and takes jobs_lock.
+ */
+#include "fusefs_i.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Workers idle longer than this exit, down to MIN_IDLE of them. */
+#define WORKER_IDLE_S 30
+#define MIN_IDLE 4
+/* How often the watcher reads the status of callers that wait deferred. */
+#define WATCH_INTERVAL_NS 2000000l
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Interrupts. */
+
+/*
+ * True when thread tid has a fatal signal pending: the kernel marks every
+ * fatal signal by setting SIGKILL in the pending set of each thread.
+ */
+static bool caller_fatal(pid_t tid)
+{
+	char path[64], buf[2048];
+	unsigned long long mask;
+	const char *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return true; /* the caller is gone: nothing is waiting */
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	p = strstr(buf, "\nSigPnd:");
+	if (!p || sscanf(p + 8, "%llx", &mask) != 1)
+		return false;
+	return (mask & (1ull << (SIGKILL - 1))) != 0;
+}
+
+static void raise_fatal(struct job *j)
+{
+	atomic_fetch_or(&j->intr, TASK_INTR_FATAL);
+	atomic_fetch_add_explicit(&j->fs->fatal_interrupts, 1,
+				  memory_order_relaxed);
+	task_interrupt(j->task, TASK_INTR_FATAL);
+}
+
+/* libfuse calls this with the request's lock held. */
+static void on_interrupt(fuse_req_t req, void *data)
+{
+	struct job *j = data;
+
+	(void)req;
+	atomic_fetch_add_explicit(&j->fs->interrupts, 1, memory_order_relaxed);
+	atomic_fetch_or(&j->intr, TASK_INTR_NORMAL);
+	task_interrupt(j->task, TASK_INTR_NORMAL);
+	if (caller_fatal(j->tid))
+		raise_fatal(j);
+}
+
+static void *watcher_main(void *arg)
+{
+	struct intrfs *fs = arg;
+	struct timespec ts = {0, WATCH_INTERVAL_NS};
+
+	while (!atomic_load(&fs->watcher_stop)) {
+		pthread_mutex_lock(&fs->jobs_lock);
+		for (struct job *j = fs->jobs; j; j = j->inext) {
+			/* Held back and not fatal yet: did a SIGKILL come? */
+			if (atomic_load(&j->intr) == TASK_INTR_NORMAL &&
+			    caller_fatal(j->tid))
+				raise_fatal(j);
+		}
+		pthread_mutex_unlock(&fs->jobs_lock);
+		nanosleep(&ts, NULL);
+	}
+	return NULL;
+}
+
+/* Jobs. */
+
+struct job *job_new(struct intrfs *fs, fuse_req_t req, const char *op,
+		    job_run_fn run, job_reply_fn reply)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	struct task_attr attr = {op, fs->o.policy, NULL};
+	gid_t groups[NC_MAX_GROUPS];
+	struct job *j;
+	int n;
+
+	j = calloc(1, sizeof(*j));
+	if (!j)
+		return NULL;
+	j->fs = fs;
+	j->req = req;
+	j->op = op;
+	j->run = run;
+	j->reply = reply;
+	j->tid = ctx->pid;
+	j->cred.uid = ctx->uid;
+	j->cred.gid = ctx->gid;
+	/* Each caller acts as itself on the server, groups included. */
+	n = fuse_req_getgroups(req, NC_MAX_GROUPS, groups);
+	if (n > NC_MAX_GROUPS)
+		n = NC_MAX_GROUPS;
+	for (int i = 0; i < n; i++)
+		j->cred.groups[i] = groups[i];
+	j->cred.ngroups = n > 0 ? (unsigned)n : 0;
+	attr.data = j;
+	j->task = task_create(&attr);
+	if (!j->task) {
+		free(j);
+		return NULL;
+	}
+	j->start_ns = now_ns();
+	return j;
+}
+
+static void job_free(struct job *j)
+{
+	task_put(j->task);
+	free(j->name);
+	free(j->name2);
+	free(j->buf);
+	free(j);
+}
+
+void job_fail(struct job *j, int err)
+{
+	fuse_reply_err(j->req, err);
+	job_free(j);
+}
+
+static void jobs_link(struct intrfs *fs, struct job *j)
+{
+	pthread_mutex_lock(&fs->jobs_lock);
+	j->inext = fs->jobs;
+	if (fs->jobs)
+		fs->jobs->iprev = j;
+	fs->jobs = j;
+	pthread_mutex_unlock(&fs->jobs_lock);
+}
+
+static void jobs_unlink(struct intrfs *fs, struct job *j)
+{
+	pthread_mutex_lock(&fs->jobs_lock);
+	if (j->iprev)
+		j->iprev->inext = j->inext;
+	else
+		fs->jobs = j->inext;
+	if (j->inext)
+		j->inext->iprev = j->iprev;
+	pthread_mutex_unlock(&fs->jobs_lock);
+}
+
+static void job_run(struct job *j)
+{
+	struct intrfs *fs = j->fs;
+	int rc;
+
+	task_enter(j->task);
+	FS_REGION_BEGIN(fs, "fuse request");
+	rc = j->run(j);
+	FS_REGION_END(fs);
+	task_leave(j->task);
+
+	/*
+	 * Unregistering takes the request's lock, so it waits for a callback
+	 * that is running; after it none can start, and the job may go.
+	 */
+	fuse_req_interrupt_func(j->req, NULL, NULL);
+	jobs_unlink(fs, j);
+	if (rc == 0) {
+		j->reply(j);
+	} else {
+		if (rc == -EINTR)
+			atomic_fetch_add_explicit(&fs->eintr_replies, 1,
+						  memory_order_relaxed);
+		fuse_reply_err(j->req, -rc);
+	}
+	job_free(j);
+}
+
+/* The pool. */
+
+static void *worker_main(void *arg)
+{
+	struct intrfs *fs = arg;
+
+	pthread_mutex_lock(&fs->pool_lock);
+	for (;;) {
+		struct job *j;
+
+		while (!fs->queue_head && !fs->stopping) {
+			struct timespec ts;
+			int err;
+
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_sec += WORKER_IDLE_S;
+			fs->idle++;
+			err = pthread_cond_timedwait(&fs->pool_cond,
+						     &fs->pool_lock, &ts);
+			fs->idle--;
+			if (err == ETIMEDOUT && !fs->queue_head &&
+			    fs->idle >= MIN_IDLE)
+				goto out;
+		}
+		if (!fs->queue_head)
+			break; /* stopping */
+		j = fs->queue_head;
+		fs->queue_head = j->qnext;
+		if (!fs->queue_head)
+			fs->queue_tail = NULL;
+		pthread_mutex_unlock(&fs->pool_lock);
+		job_run(j);
+		pthread_mutex_lock(&fs->pool_lock);
+	}
+out:
+	fs->workers--;
+	pthread_cond_broadcast(&fs->pool_done);
+	pthread_mutex_unlock(&fs->pool_lock);
+	return NULL;
+}
+
+/* Called with pool_lock held. */
+static void spawn_worker(struct intrfs *fs)
+{
+	pthread_attr_t attr;
+	pthread_t th;
+	sigset_t all, old;
+
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	/*
+	 * Workers take no process signals (the sigmask policy unblocks its
+	 * own per task).
+	 */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	if (pthread_create(&th, &attr, worker_main, fs) == 0)
+		fs->workers++;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&attr);
+}
+
+void job_submit(struct job *j)
+{
+	struct intrfs *fs = j->fs;
+
+	jobs_link(fs, j);
+	/* May call on_interrupt() at once if the INTERRUPT came already. */
+	fuse_req_interrupt_func(j->req, on_interrupt, j);
+
+	pthread_mutex_lock(&fs->pool_lock);
+	j->qnext = NULL;
+	if (fs->queue_tail)
+		fs->queue_tail->qnext = j;
+	else
+		fs->queue_head = j;
+	fs->queue_tail = j;
+	if (fs->idle == 0 && fs->workers < fs->o.max_workers)
+		spawn_worker(fs);
+	pthread_cond_signal(&fs->pool_cond);
+	pthread_mutex_unlock(&fs->pool_lock);
+}
+
+int workers_start(struct intrfs *fs)
+{
+	pthread_mutex_init(&fs->pool_lock, NULL);
+	pthread_cond_init(&fs->pool_cond, NULL);
+	pthread_cond_init(&fs->pool_done, NULL);
+	pthread_mutex_init(&fs->jobs_lock, NULL);
+	atomic_store(&fs->watcher_stop, false);
+	pthread_mutex_lock(&fs->pool_lock);
+	for (unsigned i = 0; i < MIN_IDLE; i++)
+		spawn_worker(fs);
+	pthread_mutex_unlock(&fs->pool_lock);
+	return -pthread_create(&fs->watcher, NULL, watcher_main, fs);
+}
+
+void workers_stop(struct intrfs *fs)
+{
+	atomic_store(&fs->watcher_stop, true);
+	pthread_join(fs->watcher, NULL);
+	pthread_mutex_lock(&fs->pool_lock);
+	fs->stopping = true;
+	pthread_cond_broadcast(&fs->pool_cond);
+	while (fs->workers)
+		pthread_cond_wait(&fs->pool_done, &fs->pool_lock);
+	pthread_mutex_unlock(&fs->pool_lock);
+}

@@ -1,0 +1,329 @@
+/*
+ * intrfs netclient: an NFSv3 + MOUNT3 client over ONC RPC on TCP.
+ *
+ * One client talks to one server: a MOUNT transport for MNT/UMNT/EXPORT and
+ * one NFS transport, a single TCP connection with many calls in flight.
+ * Every blocking point runs in the calling task (include/intrfs/region.h)
+ * with the per-call mode a Linux NFS client would use there, so the caller's
+ * regions and policy decide what an interrupt does:
+ *
+ *   - the transport's send lock: an interruptible lock;
+ *   - the record send: an interruptible socket-send primitive (the
+ *     sendmsg() of the proposal), a signal honoured only before the first
+ *     byte; the rest of the record is sent inside a nested killable region,
+ *     and a fatal interrupt that pierces it resets the connection;
+ *   - the reply wait: the mount's mode (intr: interruptible, killable,
+ *     nointr: uninterruptible), with timeo/retrans and hard/soft/softerr.
+ *
+ * Every function returns 0 or a negative errno.  NFS3ERR_* statuses and RPC
+ * failures map to errnos in one table (nc_errors.h); -EINTR means the task
+ * was interrupted, -EIO/-ETIMEDOUT a soft/softerr major timeout.
+ */
+#ifndef INTRFS_NETCLIENT_H
+#define INTRFS_NETCLIENT_H
+
+#include "intrfs/region.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Options, named as nfs(5) names them. */
+
+enum nc_timeo_mode {
+	NC_HARD = 0, /* retry forever, "not responding, still trying" */
+	NC_SOFT,     /* -EIO after retrans retransmissions */
+	NC_SOFTERR,  /* -ETIMEDOUT after retrans retransmissions */
+};
+
+enum nc_intr_mode {
+	NC_KILLABLE = 0, /* reply waits are killable (Linux >= 2.6.25) */
+	NC_INTR,	 /* reply waits are interruptible */
+	NC_NOINTR,	 /* reply waits are uninterruptible */
+};
+
+#define NC_MAX_IO (1u << 20)
+
+struct nc_opts {
+	enum nc_timeo_mode timeo_mode;
+	enum nc_intr_mode intr_mode;
+	unsigned timeo;	  /* deciseconds before the first retransmission */
+	unsigned retrans; /* retransmissions before a major timeout */
+	unsigned rsize;	  /* cap on READ size; 0: the server's preference */
+	unsigned wsize;	  /* cap on WRITE size; 0: the server's preference */
+	unsigned port;	  /* NFS port; 0: ask rpcbind */
+	unsigned mountport; /* MOUNT port; 0: ask rpcbind */
+	unsigned retry;	    /* minutes a hard mount keeps trying to mount */
+	unsigned slots;	    /* calls in flight on the NFS connection */
+};
+
+/* Defaults: hard, killable, timeo=600, retrans=2, slots=64, retry=2. */
+void nc_opts_init(struct nc_opts *o);
+
+/*
+ * Parses a comma-separated option string into o.  An option netclient does
+ * not know is handed to unknown() (when not NULL), which returns 0 if it
+ * took it, 1 if it does not know it either, or -EINVAL with a message in
+ * err.  Returns 0, or -EINVAL with a message naming the option in err.
+ */
+int nc_opts_parse(struct nc_opts *o, const char *str,
+		  int (*unknown)(const char *key, const char *val, void *arg,
+				 char *err, size_t errlen),
+		  void *arg, char *err, size_t errlen);
+/* Writes the options back in nfs(5) form, e.g. "hard,timeo=600,...". */
+void nc_opts_format(const struct nc_opts *o, char *buf, size_t len);
+
+/* AUTH_SYS credentials; each call acts as the caller who made it. */
+#define NC_MAX_GROUPS 16
+struct nc_cred {
+	uint32_t uid, gid;
+	unsigned ngroups;
+	uint32_t groups[NC_MAX_GROUPS];
+};
+
+/* The credentials of this process. */
+void nc_cred_self(struct nc_cred *cred);
+
+#define NC_FHSIZE 64
+struct nc_fh {
+	unsigned len;
+	unsigned char data[NC_FHSIZE];
+};
+
+/* fattr3, with the type folded into mode (S_IFREG, S_IFDIR, ...). */
+struct nc_attr {
+	mode_t mode;
+	uint32_t nlink;
+	uint32_t uid, gid;
+	uint64_t size, used;
+	uint32_t rdev_major, rdev_minor;
+	uint64_t fsid, fileid;
+	struct timespec atime, mtime, ctime;
+};
+
+/* What SETATTR, CREATE, MKDIR... set: a mask of NC_SET_*. */
+enum {
+	NC_SET_MODE = 1 << 0,
+	NC_SET_UID = 1 << 1,
+	NC_SET_GID = 1 << 2,
+	NC_SET_SIZE = 1 << 3,
+	NC_SET_ATIME = 1 << 4,	   /* to atime */
+	NC_SET_ATIME_NOW = 1 << 5, /* to the server's time */
+	NC_SET_MTIME = 1 << 6,
+	NC_SET_MTIME_NOW = 1 << 7,
+};
+
+struct nc_sattr {
+	unsigned set;
+	mode_t mode; /* permission bits only */
+	uint32_t uid, gid;
+	uint64_t size;
+	struct timespec atime, mtime;
+};
+
+/* A name's handle and attributes, as LOOKUP and CREATE return them. */
+struct nc_entry {
+	struct nc_fh fh;
+	struct nc_attr attr;
+	bool has_fh, has_attr;
+};
+
+struct nc_fsinfo {
+	uint32_t rtmax, rtpref, wtmax, wtpref, dtpref;
+	uint64_t maxfilesize;
+	uint32_t properties;
+};
+
+struct nc_fsstat {
+	uint64_t tbytes, fbytes, abytes, tfiles, ffiles, afiles;
+};
+
+struct nc_pathconf {
+	uint32_t linkmax, name_max;
+	bool no_trunc, chown_restricted, case_insensitive, case_preserving;
+};
+
+/* The transport's counters, for the demo, the tests and introspection. */
+struct nc_stats {
+	uint64_t calls;		 /* calls completed (any result) */
+	uint64_t retransmits;	 /* resends after a timeout or a reset */
+	uint64_t major_timeouts; /* timeo*retrans runs without a reply */
+	uint64_t resets;	 /* connections reset by the client */
+	uint64_t partial_resets; /* of those, a record cut by an interrupt */
+	uint64_t reconnects;	 /* connections made after the first */
+	uint64_t same_port;	 /* reconnects from the previous source port */
+	uint64_t bad_replies;	 /* replies that did not decode */
+	uint64_t unknown_xids;	 /* replies nobody waited for (dropped) */
+	uint64_t interrupted;	 /* calls that ended with -EINTR */
+};
+
+typedef struct nc_client nc_client_t;
+
+/*
+ * Makes a client for server (a host name or address) with options o.
+ * Nothing is sent yet.  Returns 0 or -errno, with a message in err.
+ */
+int nc_client_create(const char *server, const struct nc_opts *o,
+		     nc_client_t **out, char *err, size_t errlen);
+/*
+ * Makes every NFS call in flight, and every later one, fail with
+ * -ESHUTDOWN: a daemon being unmounted stops waiting for its server.
+ */
+void nc_client_shutdown(nc_client_t *c);
+/* Unmounts (UMNT, best effort) and frees. */
+void nc_client_destroy(nc_client_t *c);
+
+/*
+ * Mounts path: finds the ports (rpcbind, unless given), lists the exports
+ * and picks the longest one that is a prefix of path, MNTs it, LOOKUPs the
+ * rest of path, connects the NFS transport and reads FSINFO to choose
+ * rsize/wsize.  *root is the handle of path.  Runs in the calling task.
+ */
+int nc_client_mount(nc_client_t *c, const char *path, const struct nc_cred *cred,
+		    struct nc_fh *root, char *err, size_t errlen);
+
+/* After mount: the export used, the sizes chosen, the options. */
+const char *nc_client_export(const nc_client_t *c);
+unsigned nc_client_rsize(const nc_client_t *c);
+unsigned nc_client_wsize(const nc_client_t *c);
+const struct nc_opts *nc_client_opts(const nc_client_t *c);
+const char *nc_client_server(const nc_client_t *c);
+void nc_client_stats(const nc_client_t *c, struct nc_stats *st);
+
+/* The export list (MOUNTPROC3_EXPORT); fn is called once per export. */
+int nc_client_exports(nc_client_t *c, const struct nc_cred *cred,
+		      int (*fn)(const char *dir, void *arg), void *arg);
+
+/* NFSv3 procedures (RFC 1813, section 3.3).  attr outputs may be NULL. */
+
+int nc_null(nc_client_t *c);
+int nc_getattr(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
+	       struct nc_attr *attr);
+int nc_setattr(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
+	       const struct nc_sattr *sa, struct nc_attr *attr);
+int nc_lookup(nc_client_t *c, const struct nc_cred *cr,
+	      const struct nc_fh *dir, const char *name, struct nc_entry *out);
+/* ACCESS bits, as RFC 1813 numbers them (nfs3.c checks against nfs3.x). */
+enum {
+	NC_ACCESS_READ = 0x01,
+	NC_ACCESS_LOOKUP = 0x02,
+	NC_ACCESS_MODIFY = 0x04,
+	NC_ACCESS_EXTEND = 0x08,
+	NC_ACCESS_DELETE = 0x10,
+	NC_ACCESS_EXECUTE = 0x20,
+};
+
+/* access is a mask of NC_ACCESS_*; *granted gets what the server allows. */
+int nc_access(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
+	      uint32_t access, uint32_t *granted);
+int nc_readlink(nc_client_t *c, const struct nc_cred *cr,
+		const struct nc_fh *fh, char *buf, size_t len);
+/*
+ * Reads up to count bytes at off into buf in one READ (count <= rsize);
+ * *got is what the server returned, *eof whether that is the end.
+ */
+int nc_read(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
+	    uint64_t off, uint32_t count, void *buf, uint32_t *got, bool *eof,
+	    struct nc_attr *attr);
+
+enum nc_stable { NC_UNSTABLE = 0, NC_DATA_SYNC = 1, NC_FILE_SYNC = 2 };
+
+struct nc_write_res {
+	uint32_t count;		 /* bytes the server took */
+	enum nc_stable committed; /* how stable it made them */
+	unsigned char verf[8];	 /* its write verifier */
+};
+
+/* One WRITE (count <= wsize). */
+int nc_write(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
+	     uint64_t off, uint32_t count, const void *buf,
+	     enum nc_stable stable, struct nc_write_res *res,
+	     struct nc_attr *attr);
+
+/*
+ * Large I/O: splits [off, off+len) into rsize/wsize calls and keeps up to
+ * nc_client_opts()->slots of them in flight from the one calling task.
+ * nc_pread() stops at end of file and returns the bytes read in *got.
+ * nc_pwrite() writes it all or fails; *verf_changed tells whether the
+ * server's write verifier changed between the calls (UNSTABLE data may have
+ * been lost and must be written again).
+ */
+int nc_pread(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
+	     uint64_t off, size_t len, void *buf, size_t *got, bool *eof);
+int nc_pwrite(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
+	      uint64_t off, size_t len, const void *buf, enum nc_stable stable,
+	      struct nc_write_res *res);
+
+int nc_commit(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
+	      uint64_t off, uint32_t count, unsigned char verf[8]);
+
+enum nc_createmode { NC_CREATE_UNCHECKED, NC_CREATE_GUARDED,
+		     NC_CREATE_EXCLUSIVE };
+
+int nc_create(nc_client_t *c, const struct nc_cred *cr,
+	      const struct nc_fh *dir, const char *name,
+	      enum nc_createmode how, const struct nc_sattr *sa,
+	      struct nc_entry *out);
+int nc_mkdir(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *dir,
+	     const char *name, const struct nc_sattr *sa, struct nc_entry *out);
+int nc_symlink(nc_client_t *c, const struct nc_cred *cr,
+	       const struct nc_fh *dir, const char *name, const char *target,
+	       const struct nc_sattr *sa, struct nc_entry *out);
+/* type is S_IFCHR, S_IFBLK, S_IFIFO or S_IFSOCK. */
+int nc_mknod(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *dir,
+	     const char *name, mode_t type, uint32_t major, uint32_t minor,
+	     const struct nc_sattr *sa, struct nc_entry *out);
+int nc_remove(nc_client_t *c, const struct nc_cred *cr,
+	      const struct nc_fh *dir, const char *name);
+int nc_rmdir(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *dir,
+	     const char *name);
+int nc_rename(nc_client_t *c, const struct nc_cred *cr,
+	      const struct nc_fh *from_dir, const char *from_name,
+	      const struct nc_fh *to_dir, const char *to_name);
+int nc_link(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
+	    const struct nc_fh *dir, const char *name);
+
+/*
+ * One directory entry.  fh and attr are NULL when the server did not send
+ * them (READDIR, or READDIRPLUS leaving them out).  Return non-zero to stop.
+ */
+typedef int (*nc_dirent_fn)(void *arg, const char *name, uint64_t fileid,
+			    uint64_t cookie, const struct nc_fh *fh,
+			    const struct nc_attr *attr);
+
+/*
+ * Reads the directory from cookie/verf (0 and zeroes to start): one
+ * READDIRPLUS call, or READDIR when the server does not support it (plus
+ * = false then, and remembered).  *eof when the last entry was sent; verf
+ * is updated for the next call.
+ */
+int nc_readdir(nc_client_t *c, const struct nc_cred *cr,
+	       const struct nc_fh *dir, uint64_t cookie, unsigned char verf[8],
+	       bool plus, nc_dirent_fn fn, void *arg, bool *eof);
+
+int nc_fsstat(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
+	      struct nc_fsstat *out);
+int nc_fsinfo(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
+	      struct nc_fsinfo *out);
+int nc_pathconf(nc_client_t *c, const struct nc_cred *cr,
+		const struct nc_fh *fh, struct nc_pathconf *out);
+
+/* Walks a slash-separated path from dir with LOOKUP. */
+int nc_lookup_path(nc_client_t *c, const struct nc_cred *cr,
+		   const struct nc_fh *dir, const char *path,
+		   struct nc_entry *out);
+
+/* The errno for an NFS3ERR_* status (nc_errors.h has the table). */
+int nc_nfs3_errno(int nfsstat3);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* INTRFS_NETCLIENT_H */

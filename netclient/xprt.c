@@ -1,0 +1,1132 @@
+/*
+ * The ONC RPC transport: one TCP connection to one server program, many
+ * calls in flight, record marking (RFC 5531, section 11), AUTH_SYS, timeouts
+ * and retransmission, hard/soft/softerr, reconnection.
+ *
+ * A call runs in its caller's task from start to finish, modeled as a small
+ * loop over steps named after what they do (xprt_send_pending, the wait,
+ * call_timeout): encode the record, take a slot (an entry in the XID table),
+ * connect if needed, transmit, wait for the reply or a timeout, retransmit
+ * with the same XID, decode.  A receiver thread per transport only reads:
+ * it splits the stream into records, finds the call by XID and hands it the
+ * reply; it never waits for anything but the socket, so a call never waits
+ * behind another task's reply.
+ *
+ * The record send is the seed's scenario.  The send lock is taken with an
+ * interruptible wait and the socket send waits interruptibly for room, the
+ * way sendmsg() does; a signal is honoured only before the first byte.  Once
+ * a byte is out the rest of the record is sent inside a nested killable
+ * region, because a half record followed by another would desynchronise the
+ * stream: when an interrupt pierces it anyway (a fatal one, or any under the
+ * percall policy, which does not enforce regions) the connection is reset
+ * and the other calls in flight are sent again on the next one.
+ *
+ * Lock order: send_lock before lock.  lock protects the connection state,
+ * the XID table and every call's state; it is held only for short sections
+ * (never across a socket wait), so it is taken without an interruptible
+ * wait.  The socket fd is closed only by the receiver thread, so that it
+ * never reads a descriptor that has been reused.
+ */
+#include "netclient_i.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* Record marking: the last-fragment bit and the length of a fragment. */
+#define RM_LAST 0x80000000u
+#define RM_LEN_MASK 0x7fffffffu
+/* The biggest reply we take: a full READ plus headers and attributes. */
+#define REPLY_MAX (NC_MAX_IO + 64 * 1024)
+/* Room for the RPC call header and the largest AUTH_SYS credential. */
+#define CALL_HDR_MAX (64 + MAX_AUTH_BYTES)
+#define XID_BUCKETS 256
+#define RX_STAGING (64 * 1024)
+/* nfs(5): timeo grows linearly, up to 600 seconds. */
+#define TIMEO_MAX_NS (600ull * 1000000000ull)
+#define DECISECOND_NS 100000000ull
+/* Reconnect backoff: from 100 ms, doubling, at most 10 s. */
+#define CONNECT_BACKOFF_MIN_NS 100000000ull
+#define CONNECT_BACKOFF_MAX_NS 10000000000ull
+
+enum call_state {
+	CALL_UNSENT, /* needs (re)transmission */
+	CALL_SENT,   /* sent on connection sent_gen, waiting */
+	CALL_DONE,   /* reply in hand, or failed (rc) */
+};
+
+struct nc_waiter {
+	task_cond_t cond;
+	struct nc_waiter *next_slot; /* on xprt->slot_waiters */
+	bool on_slot_list;
+};
+
+struct nc_call {
+	struct nc_rpc *rpc;
+	uint32_t xid;
+	struct nc_waiter *waiter;
+	unsigned char *rec; /* record mark + call message */
+	size_t rec_len;
+
+	/* Protected by xprt->lock. */
+	enum call_state state;
+	bool has_slot;
+	uint64_t sent_gen;
+	uint64_t deadline_ns; /* when the current timeout expires */
+	uint64_t timeout_ns;  /* the current timeout */
+	unsigned minor;	      /* retransmissions since the last major */
+	unsigned char *reply;
+	size_t reply_len;
+	int rc;
+	struct nc_call *hnext;
+};
+
+enum conn_state { CONN_DOWN, CONN_CONNECTING, CONN_UP };
+
+struct nc_xprt {
+	char server[256];
+	struct sockaddr_in addr;
+	uint32_t prog, vers;
+	struct nc_opts opts;
+	unsigned slots;
+	struct nc_xstats *stats;
+	char machname[64];
+	enum task_mode mode; /* of every wait but the send primitive */
+
+	task_mutex_t send_lock; /* serialises records on the stream */
+	task_mutex_t lock;
+	/* Everything below is protected by lock. */
+	task_cond_t conn_cond; /* connection state and closing_fd changes */
+	enum conn_state conn;
+	int fd;			/* -1 unless CONN_UP */
+	int closing_fd;		/* the receiver closes it; -1 when none */
+	uint64_t gen;		/* connection number, +1 per connect */
+	uint16_t local_port;	/* source port of the last connection */
+	bool ever_connected;
+	unsigned connect_failures;
+	uint64_t next_connect_ns; /* no attempt before this */
+	bool not_responding;	  /* "still trying" printed */
+	struct nc_call *table[XID_BUCKETS];
+	unsigned inflight;
+	struct nc_waiter *slot_waiters;
+	uint32_t next_xid;
+	bool stop;
+
+	pthread_t rx;
+	int rx_efd; /* wakes the receiver: stop, or a disconnect */
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void count(_Atomic uint64_t *c)
+{
+	atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
+}
+
+static enum task_mode wait_mode(enum nc_intr_mode m)
+{
+	switch (m) {
+	case NC_INTR:
+		return TASK_INTERRUPTIBLE;
+	case NC_NOINTR:
+		return TASK_UNINTERRUPTIBLE;
+	case NC_KILLABLE:
+		break;
+	}
+	return TASK_KILLABLE;
+}
+
+static uint64_t initial_timeout(const struct nc_xprt *x)
+{
+	uint64_t t = (uint64_t)(x->opts.timeo ? x->opts.timeo : 1) *
+		     DECISECOND_NS;
+
+	return t < TIMEO_MAX_NS ? t : TIMEO_MAX_NS;
+}
+
+static int64_t until(uint64_t deadline)
+{
+	uint64_t now = now_ns();
+
+	return deadline > now ? (int64_t)(deadline - now) : 0;
+}
+
+/* Encoding. */
+
+bool_t nc_xdr_authsys(XDR *xdrs, const struct nc_cred *cred)
+{
+	struct authunix_parms p;
+	gid_t gids[NC_MAX_GROUPS];
+	char host[] = "intrfs";
+
+	memset(&p, 0, sizeof(p));
+	p.aup_time = 0;
+	p.aup_machname = host;
+	p.aup_uid = cred->uid;
+	p.aup_gid = cred->gid;
+	p.aup_len = cred->ngroups < NC_MAX_GROUPS ? cred->ngroups :
+						    NC_MAX_GROUPS;
+	for (unsigned i = 0; i < p.aup_len; i++)
+		gids[i] = cred->groups[i];
+	p.aup_gids = gids;
+	return xdr_authunix_parms(xdrs, &p);
+}
+
+/* Builds the whole record (mark + call header + arguments) for call. */
+static int encode_call(struct nc_xprt *x, struct nc_call *call)
+{
+	struct nc_rpc *r = call->rpc;
+	char credbuf[MAX_AUTH_BYTES];
+	struct rpc_msg msg;
+	size_t args_len, cap;
+	XDR xdrs;
+	int err;
+
+	memset(&msg, 0, sizeof(msg));
+	msg.rm_xid = call->xid;
+	msg.rm_direction = CALL;
+	msg.rm_call.cb_rpcvers = RPC_MSG_VERSION;
+	msg.rm_call.cb_prog = x->prog;
+	msg.rm_call.cb_vers = x->vers;
+	msg.rm_call.cb_proc = r->proc;
+	msg.rm_call.cb_verf = _null_auth;
+	if (r->cred) {
+		xdrmem_create(&xdrs, credbuf, sizeof(credbuf), XDR_ENCODE);
+		if (!nc_xdr_authsys(&xdrs, r->cred))
+			return -EINVAL;
+		msg.rm_call.cb_cred.oa_flavor = AUTH_SYS;
+		msg.rm_call.cb_cred.oa_base = credbuf;
+		msg.rm_call.cb_cred.oa_length = xdr_getpos(&xdrs);
+		xdr_destroy(&xdrs);
+	} else {
+		msg.rm_call.cb_cred = _null_auth;
+	}
+
+	args_len = xdr_sizeof(r->xargs, (void *)r->argp);
+	cap = 4 + CALL_HDR_MAX + args_len;
+	err = -ENOMEM;
+	call->rec = malloc(cap);
+	if (!call->rec)
+		goto out;
+	xdrmem_create(&xdrs, (char *)call->rec + 4, (u_int)(cap - 4),
+		      XDR_ENCODE);
+	err = -EINVAL;
+	if (!xdr_callmsg(&xdrs, &msg) || !r->xargs(&xdrs, (void *)r->argp))
+		goto out_free_rec;
+	call->rec_len = 4 + xdr_getpos(&xdrs);
+	xdr_destroy(&xdrs);
+	{
+		uint32_t mark = htonl(RM_LAST | (uint32_t)(call->rec_len - 4));
+
+		memcpy(call->rec, &mark, 4);
+	}
+	return 0;
+
+out_free_rec:
+	xdr_destroy(&xdrs);
+	free(call->rec);
+	call->rec = NULL;
+out:
+	return err;
+}
+
+/* Decodes a reply; returns 0 with r->resp filled, or -errno. */
+static int decode_reply(struct nc_xprt *x, struct nc_call *call)
+{
+	struct nc_rpc *r = call->rpc;
+	char verfbuf[MAX_AUTH_BYTES];
+	struct rpc_msg msg;
+	XDR xdrs;
+	int rc = 0;
+
+	memset(&msg, 0, sizeof(msg));
+	msg.acpted_rply.ar_verf.oa_base = verfbuf;
+	msg.acpted_rply.ar_results.where = r->resp;
+	msg.acpted_rply.ar_results.proc = r->xres;
+	xdrmem_create(&xdrs, (char *)call->reply, (u_int)call->reply_len,
+		      XDR_DECODE);
+	if (!xdr_replymsg(&xdrs, &msg)) {
+		/*
+		 * The header decoded or not, the results did not: free what
+		 * the result routine may have allocated.
+		 */
+		xdr_free(r->xres, r->resp);
+		count(&x->stats->bad_replies);
+		rc = -EIO;
+	} else if (msg.rm_reply.rp_stat == MSG_DENIED) {
+		rc = nc_rpc_reject_errno(msg.rjcted_rply.rj_stat,
+					 msg.rjcted_rply.rj_why);
+	} else if (msg.acpted_rply.ar_stat != SUCCESS) {
+		rc = nc_rpc_accept_errno(msg.acpted_rply.ar_stat);
+	}
+	xdr_destroy(&xdrs);
+	return rc;
+}
+
+/* The XID table and slots.  Called with x->lock held. */
+
+static struct nc_call **bucket(struct nc_xprt *x, uint32_t xid)
+{
+	return &x->table[xid % XID_BUCKETS];
+}
+
+static void table_insert(struct nc_xprt *x, struct nc_call *call)
+{
+	struct nc_call **b = bucket(x, call->xid);
+
+	call->hnext = *b;
+	*b = call;
+	call->has_slot = true;
+	x->inflight++;
+}
+
+static void wake_slot_waiters(struct nc_xprt *x)
+{
+	while (x->slot_waiters) {
+		struct nc_waiter *w = x->slot_waiters;
+
+		x->slot_waiters = w->next_slot;
+		w->on_slot_list = false;
+		task_cond_signal(&w->cond);
+	}
+}
+
+static void table_remove(struct nc_xprt *x, struct nc_call *call)
+{
+	struct nc_call **p;
+
+	if (!call->has_slot)
+		return;
+	for (p = bucket(x, call->xid); *p; p = &(*p)->hnext) {
+		if (*p == call) {
+			*p = call->hnext;
+			break;
+		}
+	}
+	call->has_slot = false;
+	x->inflight--;
+	wake_slot_waiters(x);
+}
+
+static struct nc_call *table_find(struct nc_xprt *x, uint32_t xid)
+{
+	for (struct nc_call *c = *bucket(x, xid); c; c = c->hnext)
+		if (c->xid == xid)
+			return c;
+	return NULL;
+}
+
+/* Wakes every task with a call in flight: the connection changed. */
+static void wake_all_calls(struct nc_xprt *x)
+{
+	for (unsigned i = 0; i < XID_BUCKETS; i++)
+		for (struct nc_call *c = x->table[i]; c; c = c->hnext)
+			task_cond_signal(&c->waiter->cond);
+}
+
+/*
+ * Drops the connection.  Called with x->lock held.  The receiver closes the
+ * socket; with reset, it does so with an RST, which also spares the source
+ * port a TIME_WAIT so that the next connection can reuse it.
+ */
+static void xprt_disconnect(struct nc_xprt *x, bool by_client)
+{
+	uint64_t one = 1;
+	ssize_t n;
+
+	if (x->conn != CONN_UP)
+		return;
+	if (by_client)
+		count(&x->stats->resets);
+	x->conn = CONN_DOWN;
+	x->closing_fd = x->fd;
+	x->fd = -1;
+	n = write(x->rx_efd, &one, sizeof(one));
+	(void)n;
+	task_cond_broadcast(&x->conn_cond);
+	wake_all_calls(x);
+}
+
+/* Connecting.  Called with x->lock held; drops it while it waits. */
+
+static int open_socket(struct nc_xprt *x, uint16_t port)
+{
+	int one = 1;
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -errno;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	/*
+	 * Reusing the previous source port lets the server's duplicate
+	 * request cache recognise a retransmitted call after a reconnect.
+	 */
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (port) {
+		struct sockaddr_in local = {0};
+
+		local.sin_family = AF_INET;
+		local.sin_port = htons(port);
+		if (bind(fd, (struct sockaddr *)&local, sizeof(local)) < 0) {
+			close(fd);
+			return -errno;
+		}
+	}
+	(void)x;
+	return fd;
+}
+
+static int try_connect(struct nc_xprt *x, uint16_t port, uint64_t deadline,
+		       int *out)
+{
+	socklen_t len = sizeof(int);
+	int fd, rc, soerr = 0;
+
+	fd = open_socket(x, port);
+	if (fd < 0)
+		return fd;
+	if (connect(fd, (struct sockaddr *)&x->addr, sizeof(x->addr)) < 0) {
+		if (errno != EINPROGRESS) {
+			rc = -errno;
+			goto out_close;
+		}
+		rc = task_wait_fd(fd, POLLOUT, x->mode,
+				  deadline ? until(deadline) : TASK_FOREVER,
+				  NULL);
+		if (rc)
+			goto out_close;
+		getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &len);
+		if (soerr) {
+			rc = -soerr;
+			goto out_close;
+		}
+	}
+	*out = fd;
+	return 0;
+
+out_close:
+	close(fd);
+	return rc;
+}
+
+/*
+ * Makes sure the transport is up.  Returns 0, -EINTR, -ETIMEDOUT when the
+ * deadline (0: none) passed first, -EAGAIN when the backoff says not yet
+ * (*retry_at tells when), or the connect error.
+ */
+static int xprt_connect_locked(struct nc_xprt *x, uint64_t deadline,
+			       uint64_t *retry_at)
+{
+	struct sockaddr_in local;
+	socklen_t llen = sizeof(local);
+	uint16_t port;
+	int rc, fd = -1;
+
+	for (;;) {
+		if (x->stop)
+			return -ESHUTDOWN;
+		if (x->conn == CONN_UP)
+			return 0;
+		if (x->conn == CONN_DOWN && x->closing_fd < 0)
+			break;
+		/* Another task is connecting, or the old socket is closing. */
+		rc = task_cond_wait(&x->conn_cond, &x->lock, x->mode,
+				    deadline ? until(deadline) : TASK_FOREVER);
+		if (rc)
+			return rc;
+	}
+	if (now_ns() < x->next_connect_ns) {
+		*retry_at = x->next_connect_ns;
+		return -EAGAIN;
+	}
+	x->conn = CONN_CONNECTING;
+	port = x->local_port;
+	task_mutex_unlock(&x->lock);
+
+	rc = port ? try_connect(x, port, deadline, &fd) : -EADDRINUSE;
+	if (rc == -EADDRINUSE || rc == -EADDRNOTAVAIL)
+		rc = try_connect(x, 0, deadline, &fd);
+	if (rc == 0 && getsockname(fd, (struct sockaddr *)&local, &llen) < 0)
+		local.sin_port = 0;
+
+	task_mutex_lock_nofail(&x->lock);
+	if (rc == 0 && x->stop) {
+		close(fd);
+		rc = -ESHUTDOWN;
+	}
+	if (rc) {
+		unsigned shift = x->connect_failures < 7 ? x->connect_failures :
+							     7;
+		uint64_t backoff = CONNECT_BACKOFF_MIN_NS << shift;
+
+		x->conn = CONN_DOWN;
+		if (rc != -EINTR) {
+			x->connect_failures++;
+			if (backoff > CONNECT_BACKOFF_MAX_NS)
+				backoff = CONNECT_BACKOFF_MAX_NS;
+			x->next_connect_ns = now_ns() + backoff;
+		}
+		task_cond_broadcast(&x->conn_cond);
+		return rc;
+	}
+	if (x->ever_connected) {
+		count(&x->stats->reconnects);
+		if (port && ntohs(local.sin_port) == port)
+			count(&x->stats->same_port);
+	}
+	x->ever_connected = true;
+	x->local_port = ntohs(local.sin_port);
+	x->fd = fd;
+	x->gen++;
+	x->conn = CONN_UP;
+	x->connect_failures = 0;
+	x->next_connect_ns = 0;
+	task_cond_broadcast(&x->conn_cond);
+	return 0;
+}
+
+int nc_xprt_connect(struct nc_xprt *x)
+{
+	uint64_t retry_at = 0;
+	int rc;
+
+	task_mutex_lock_nofail(&x->lock);
+	rc = xprt_connect_locked(x, now_ns() + initial_timeout(x), &retry_at);
+	task_mutex_unlock(&x->lock);
+	return rc;
+}
+
+/* Sending. */
+
+/*
+ * Sends call's record whole on connection fd.  Called with send_lock held
+ * and x->lock not held.  Returns 0; -EINTR when interrupted before the
+ * first byte (nothing sent); -ECONNRESET when the connection broke or was
+ * reset because an interrupt pierced a partly sent record; -ETIMEDOUT when
+ * the deadline passed before the first byte.
+ */
+static int send_record(struct nc_xprt *x, struct nc_call *call, int fd,
+		       uint64_t deadline)
+{
+	bool partial = false;
+	size_t off = 0;
+	int rc = 0;
+
+	while (off < call->rec_len) {
+		ssize_t n = send(fd, call->rec + off, call->rec_len - off,
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (n > 0) {
+			off += (size_t)n;
+			if (!partial && off < call->rec_len) {
+				/*
+				 * From here on the record must go out whole:
+				 * only a fatal interrupt may cut it, at the
+				 * price of the connection.
+				 */
+				region_begin_killable("rpc: record partly sent");
+				partial = true;
+			}
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+			rc = -ECONNRESET;
+			break;
+		}
+		/* The interruptible socket-send primitive: wait for room. */
+		rc = task_wait_fd(fd, POLLOUT, TASK_INTERRUPTIBLE,
+				  !partial && deadline ? until(deadline) :
+							 TASK_FOREVER,
+				  NULL);
+		if (rc == 0)
+			continue;
+		if (!partial)
+			return rc; /* -EINTR or -ETIMEDOUT: nothing sent */
+		/* Cut mid-record: the stream cannot be trusted any more. */
+		task_mutex_lock_nofail(&x->lock);
+		count(&x->stats->partial_resets);
+		if (x->fd == fd)
+			xprt_disconnect(x, true);
+		task_mutex_unlock(&x->lock);
+		if (rc != -EINTR)
+			rc = -ECONNRESET;
+		break;
+	}
+	if (partial)
+		region_end_killable();
+	return rc;
+}
+
+/* Timeouts (nfs(5)): linear backoff, then a major timeout. */
+
+/*
+ * A call's timeout expired.  Called with x->lock held.  Returns 0 to go on
+ * (retransmit), or the error that ends the call (soft, softerr).
+ */
+static int call_timeout(struct nc_xprt *x, struct nc_call *call)
+{
+	call->minor++;
+	if (call->minor <= x->opts.retrans) {
+		call->timeout_ns += initial_timeout(x);
+		if (call->timeout_ns > TIMEO_MAX_NS)
+			call->timeout_ns = TIMEO_MAX_NS;
+	} else {
+		count(&x->stats->major_timeouts);
+		if (x->opts.timeo_mode == NC_SOFT)
+			return -EIO;
+		if (x->opts.timeo_mode == NC_SOFTERR)
+			return -ETIMEDOUT;
+		if (!x->not_responding) {
+			x->not_responding = true;
+			fprintf(stderr,
+				"intrfs: server %s not responding, still "
+				"trying\n",
+				x->server);
+		}
+		/* As Linux does after a major timeout: start over. */
+		call->minor = 0;
+		call->timeout_ns = initial_timeout(x);
+	}
+	if (call->state == CALL_SENT) {
+		call->state = CALL_UNSENT;
+		count(&x->stats->retransmits);
+	}
+	call->deadline_ns = now_ns() + call->timeout_ns;
+	return 0;
+}
+
+static void call_finish(struct nc_xprt *x, struct nc_call *call, int rc)
+{
+	call->state = CALL_DONE;
+	call->rc = rc;
+	table_remove(x, call);
+}
+
+/*
+ * Sends every call of the batch that needs it.  Called with x->lock held;
+ * drops it around the socket work.  Returns 0, -EINTR (the task was
+ * interrupted: the caller ends the batch), or -EAGAIN with *retry_at set
+ * when the connection cannot be made yet.
+ */
+static int xprt_send_pending(struct nc_xprt *x, struct nc_call *calls,
+			     unsigned n, uint64_t *retry_at)
+{
+	for (unsigned i = 0; i < n; i++) {
+		struct nc_call *call = &calls[i];
+		uint64_t gen;
+		int fd, rc;
+
+		if (call->state == CALL_DONE)
+			continue;
+		if (call->state == CALL_SENT &&
+		    (x->conn != CONN_UP || call->sent_gen != x->gen)) {
+			/* Sent on a connection that is gone: again. */
+			call->state = CALL_UNSENT;
+			count(&x->stats->retransmits);
+		}
+		if (call->state != CALL_UNSENT)
+			continue;
+		if (!call->has_slot) {
+			if (x->inflight >= x->slots)
+				continue; /* woken when one frees */
+			table_insert(x, call);
+		}
+		rc = xprt_connect_locked(x, call->deadline_ns, retry_at);
+		if (rc == -EINTR || rc == -EAGAIN || rc == -ESHUTDOWN)
+			return rc;
+		if (rc) {
+			/*
+			 * A soft mount that never reached the server fails
+			 * now with the reason; otherwise the call's timeouts
+			 * decide, and the backoff paces the attempts.
+			 */
+			if (!x->ever_connected &&
+			    x->opts.timeo_mode != NC_HARD && rc != -ETIMEDOUT) {
+				call_finish(x, call, rc);
+				continue;
+			}
+			*retry_at = x->next_connect_ns;
+			return -EAGAIN;
+		}
+		fd = x->fd;
+		gen = x->gen;
+		task_mutex_unlock(&x->lock);
+
+		rc = task_mutex_lock(&x->send_lock, TASK_INTERRUPTIBLE,
+				     until(call->deadline_ns));
+		if (rc == 0) {
+			rc = send_record(x, call, fd, call->deadline_ns);
+			task_mutex_unlock(&x->send_lock);
+		}
+
+		task_mutex_lock_nofail(&x->lock);
+		if (rc == -EINTR)
+			return rc;
+		if (rc == 0 && x->gen == gen && x->conn == CONN_UP) {
+			call->state = CALL_SENT;
+			call->sent_gen = gen;
+		} else if (rc == -ECONNRESET) {
+			if (x->fd == fd)
+				xprt_disconnect(x, false);
+		}
+		/* -ETIMEDOUT: the wait below runs the timeout at once. */
+	}
+	return 0;
+}
+
+/* The earliest deadline among calls still running. */
+static uint64_t next_deadline(struct nc_call *calls, unsigned n)
+{
+	uint64_t d = 0;
+
+	for (unsigned i = 0; i < n; i++)
+		if (calls[i].state != CALL_DONE &&
+		    (!d || calls[i].deadline_ns < d))
+			d = calls[i].deadline_ns;
+	return d;
+}
+
+static bool all_done(struct nc_call *calls, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (calls[i].state != CALL_DONE)
+			return false;
+	return true;
+}
+
+int nc_xprt_batch(struct nc_xprt *x, struct nc_rpc *rpcs, unsigned n)
+{
+	struct nc_waiter waiter = {0};
+	struct nc_call *calls;
+	int first = 0, rc;
+	uint64_t start;
+
+	if (n == 0)
+		return 0;
+	calls = calloc(n, sizeof(*calls));
+	if (!calls) {
+		for (unsigned i = 0; i < n; i++)
+			rpcs[i].rc = -ENOMEM;
+		return -ENOMEM;
+	}
+	task_cond_init(&waiter.cond);
+
+	task_mutex_lock_nofail(&x->lock);
+	start = now_ns();
+	for (unsigned i = 0; i < n; i++) {
+		struct nc_call *call = &calls[i];
+
+		call->rpc = &rpcs[i];
+		call->waiter = &waiter;
+		call->xid = x->next_xid++;
+		call->timeout_ns = initial_timeout(x);
+		call->deadline_ns = start + call->timeout_ns;
+		call->state = CALL_UNSENT;
+	}
+	task_mutex_unlock(&x->lock);
+	for (unsigned i = 0; i < n; i++) {
+		rc = encode_call(x, &calls[i]);
+		if (rc) {
+			calls[i].state = CALL_DONE;
+			calls[i].rc = rc;
+		}
+	}
+
+	task_mutex_lock_nofail(&x->lock);
+	for (;;) {
+		uint64_t retry_at = 0, wake;
+
+		if (x->stop) {
+			rc = -ESHUTDOWN;
+			break;
+		}
+		rc = xprt_send_pending(x, calls, n, &retry_at);
+		if (rc == -EINTR || rc == -ESHUTDOWN)
+			break;
+		if (all_done(calls, n))
+			break;
+		wake = next_deadline(calls, n);
+		if (rc == -EAGAIN && retry_at && retry_at < wake)
+			wake = retry_at;
+		if (x->inflight >= x->slots && !waiter.on_slot_list) {
+			waiter.next_slot = x->slot_waiters;
+			x->slot_waiters = &waiter;
+			waiter.on_slot_list = true;
+		}
+		rc = task_cond_wait(&waiter.cond, &x->lock, x->mode,
+				    until(wake));
+		if (rc == -EINTR)
+			break;
+		rc = 0;
+		/* Timeouts: every call whose deadline has passed. */
+		for (unsigned i = 0; i < n; i++) {
+			struct nc_call *call = &calls[i];
+			int err;
+
+			if (call->state == CALL_DONE ||
+			    now_ns() < call->deadline_ns)
+				continue;
+			err = call_timeout(x, call);
+			if (err)
+				call_finish(x, call, err);
+		}
+	}
+	/* Whatever is still running ends with the reason the loop ended. */
+	for (unsigned i = 0; i < n; i++) {
+		if (calls[i].state != CALL_DONE) {
+			call_finish(x, &calls[i], rc ? rc : -EIO);
+			if (rc == -EINTR)
+				count(&x->stats->interrupted);
+		}
+	}
+	if (waiter.on_slot_list) {
+		struct nc_waiter **p;
+
+		for (p = &x->slot_waiters; *p; p = &(*p)->next_slot)
+			if (*p == &waiter) {
+				*p = waiter.next_slot;
+				break;
+			}
+	}
+	task_mutex_unlock(&x->lock);
+
+	for (unsigned i = 0; i < n; i++) {
+		struct nc_call *call = &calls[i];
+
+		if (call->rc == 0 && call->reply)
+			call->rc = decode_reply(x, call);
+		else if (call->rc == 0)
+			call->rc = -EIO;
+		rpcs[i].rc = call->rc;
+		if (call->rc && !first)
+			first = call->rc;
+		count(&x->stats->calls);
+		free(call->reply);
+		free(call->rec);
+	}
+	task_cond_destroy(&waiter.cond);
+	free(calls);
+	return first;
+}
+
+int nc_xprt_call(struct nc_xprt *x, struct nc_rpc *r)
+{
+	return nc_xprt_batch(x, r, 1);
+}
+
+/* Receiving: the receiver thread. */
+
+/* Hands a complete record to its call.  Takes ownership of rec. */
+static void deliver(struct nc_xprt *x, unsigned char *rec, size_t len)
+{
+	struct nc_call *call;
+	uint32_t xid, dir;
+
+	if (len < 8) {
+		count(&x->stats->bad_replies);
+		free(rec);
+		return;
+	}
+	memcpy(&xid, rec, 4);
+	memcpy(&dir, rec + 4, 4);
+	/* XDR put both in network order. */
+	xid = ntohl(xid);
+	task_mutex_lock_nofail(&x->lock);
+	call = ntohl(dir) == REPLY ? table_find(x, xid) : NULL;
+	if (!call || call->state == CALL_DONE) {
+		count(&x->stats->unknown_xids);
+		task_mutex_unlock(&x->lock);
+		free(rec);
+		return;
+	}
+	call->reply = rec;
+	call->reply_len = len;
+	call_finish(x, call, 0);
+	task_cond_signal(&call->waiter->cond);
+	if (x->not_responding) {
+		x->not_responding = false;
+		fprintf(stderr, "intrfs: server %s OK\n", x->server);
+	}
+	task_mutex_unlock(&x->lock);
+}
+
+/* The record parser's state. */
+struct rx {
+	unsigned char staging[RX_STAGING];
+	size_t have, pos;  /* staging[pos, have) not consumed */
+	unsigned char mark[4];
+	unsigned mark_have;
+	size_t frag_left;  /* bytes of the current fragment still due */
+	bool last;	   /* the current fragment is the record's last */
+	unsigned char *rec;
+	size_t rec_len, rec_cap;
+};
+
+static void rx_reset(struct rx *rx)
+{
+	free(rx->rec);
+	rx->rec = NULL;
+	rx->rec_len = rx->rec_cap = 0;
+	rx->have = rx->pos = 0;
+	rx->mark_have = 0;
+	rx->frag_left = 0;
+	rx->last = false;
+}
+
+/*
+ * Consumes staged bytes.  Returns 0, or -EPROTO when the stream can no
+ * longer be trusted (a record beyond REPLY_MAX).
+ */
+static int rx_parse(struct nc_xprt *x, struct rx *rx)
+{
+	while (rx->pos < rx->have) {
+		size_t avail = rx->have - rx->pos, take;
+
+		if (rx->frag_left == 0 && rx->mark_have < 4) {
+			uint32_t m;
+
+			take = 4 - rx->mark_have < avail ? 4 - rx->mark_have :
+							   avail;
+			memcpy(rx->mark + rx->mark_have, rx->staging + rx->pos,
+			       take);
+			rx->mark_have += (unsigned)take;
+			rx->pos += take;
+			if (rx->mark_have < 4)
+				break;
+			memcpy(&m, rx->mark, 4);
+			m = ntohl(m);
+			rx->last = (m & RM_LAST) != 0;
+			rx->frag_left = m & RM_LEN_MASK;
+			if (rx->rec_len + rx->frag_left > REPLY_MAX) {
+				count(&x->stats->bad_replies);
+				return -EPROTO;
+			}
+			if (rx->rec_len + rx->frag_left > rx->rec_cap) {
+				size_t cap = rx->rec_len + rx->frag_left;
+				unsigned char *p = realloc(rx->rec, cap ? cap : 1);
+
+				if (!p)
+					return -ENOMEM;
+				rx->rec = p;
+				rx->rec_cap = cap;
+			}
+		}
+		take = rx->frag_left < rx->have - rx->pos ? rx->frag_left :
+							    rx->have - rx->pos;
+		memcpy(rx->rec + rx->rec_len, rx->staging + rx->pos, take);
+		rx->rec_len += take;
+		rx->pos += take;
+		rx->frag_left -= take;
+		if (rx->frag_left == 0) {
+			rx->mark_have = 0;
+			if (rx->last) {
+				deliver(x, rx->rec, rx->rec_len);
+				rx->rec = NULL;
+				rx->rec_len = rx->rec_cap = 0;
+			}
+		}
+	}
+	if (rx->pos == rx->have)
+		rx->pos = rx->have = 0;
+	return 0;
+}
+
+/*
+ * Reads from fd until the connection ends, the transport stops or a
+ * disconnect wakes us.  Returns true when the receiver should drop the
+ * connection itself (EOF, error, untrustworthy stream).
+ */
+static bool rx_connection(struct nc_xprt *x, struct rx *rx, int fd,
+			  uint64_t gen, bool *by_client)
+{
+	struct pollfd p[2] = {{fd, POLLIN, 0}, {x->rx_efd, POLLIN, 0}};
+
+	for (;;) {
+		ssize_t n;
+
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return true;
+		}
+		if (p[1].revents) {
+			uint64_t v;
+			bool gone;
+
+			n = read(x->rx_efd, &v, sizeof(v));
+			(void)n;
+			task_mutex_lock_nofail(&x->lock);
+			gone = x->stop || x->gen != gen || x->conn != CONN_UP;
+			task_mutex_unlock(&x->lock);
+			if (gone)
+				return false;
+		}
+		if (!p[0].revents)
+			continue;
+		n = recv(fd, rx->staging + rx->have, sizeof(rx->staging) - rx->have,
+			 MSG_DONTWAIT);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			continue;
+		if (n <= 0)
+			return true; /* EOF or a broken connection */
+		rx->have += (size_t)n;
+		if (rx_parse(x, rx) < 0) {
+			*by_client = true;
+			return true;
+		}
+	}
+}
+
+static void close_reset(int fd)
+{
+	struct linger lg = {1, 0};
+
+	setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	close(fd);
+}
+
+static void *rx_main(void *arg)
+{
+	struct nc_xprt *x = arg;
+	struct rx *rx = calloc(1, sizeof(*rx));
+
+	if (!rx)
+		abort();
+	task_mutex_lock_nofail(&x->lock);
+	for (;;) {
+		bool by_client = false, drop;
+		uint64_t gen;
+		int fd;
+
+		if (x->closing_fd >= 0) {
+			close_reset(x->closing_fd);
+			x->closing_fd = -1;
+			task_cond_broadcast(&x->conn_cond);
+		}
+		if (x->stop)
+			break;
+		if (x->conn != CONN_UP) {
+			/* Not a task: nothing can interrupt this wait. */
+			int rc = task_cond_wait(&x->conn_cond, &x->lock,
+						TASK_UNINTERRUPTIBLE,
+						TASK_FOREVER);
+
+			(void)rc;
+			continue;
+		}
+		fd = x->fd;
+		gen = x->gen;
+		task_mutex_unlock(&x->lock);
+
+		rx_reset(rx);
+		drop = rx_connection(x, rx, fd, gen, &by_client);
+
+		task_mutex_lock_nofail(&x->lock);
+		if (drop && x->gen == gen && x->conn == CONN_UP)
+			xprt_disconnect(x, by_client);
+	}
+	task_mutex_unlock(&x->lock);
+	rx_reset(rx);
+	free(rx);
+	return NULL;
+}
+
+/* Creation. */
+
+int nc_xprt_create(const struct nc_xprt_cfg *cfg, struct nc_xprt **out)
+{
+	struct nc_xprt *x;
+	int err;
+
+	err = -ENOMEM;
+	x = calloc(1, sizeof(*x));
+	if (!x)
+		goto out;
+	snprintf(x->server, sizeof(x->server), "%s", cfg->server);
+	x->addr = cfg->addr;
+	x->prog = cfg->prog;
+	x->vers = cfg->vers;
+	x->opts = *cfg->opts;
+	x->slots = cfg->slots ? cfg->slots :
+		   cfg->opts->slots ? cfg->opts->slots : 1;
+	x->stats = cfg->stats;
+	x->mode = wait_mode(cfg->opts->intr_mode);
+	x->fd = x->closing_fd = -1;
+	/* A random start, so that a restarted client does not reuse XIDs. */
+	x->next_xid = (uint32_t)now_ns() ^ (uint32_t)getpid() << 16;
+	task_mutex_init(&x->send_lock);
+	task_mutex_init(&x->lock);
+	task_cond_init(&x->conn_cond);
+	x->rx_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (x->rx_efd < 0) {
+		err = -errno;
+		goto out_free;
+	}
+	err = -pthread_create(&x->rx, NULL, rx_main, x);
+	if (err)
+		goto out_close_efd;
+	*out = x;
+	return 0;
+
+out_close_efd:
+	close(x->rx_efd);
+out_free:
+	free(x);
+out:
+	return err;
+}
+
+void nc_xprt_shutdown(struct nc_xprt *x)
+{
+	task_mutex_lock_nofail(&x->lock);
+	x->stop = true;
+	xprt_disconnect(x, false);
+	task_cond_broadcast(&x->conn_cond);
+	wake_all_calls(x);
+	task_mutex_unlock(&x->lock);
+}
+
+void nc_client_shutdown(nc_client_t *c)
+{
+	if (c && c->nfs)
+		nc_xprt_shutdown(c->nfs);
+}
+
+void nc_xprt_destroy(struct nc_xprt *x)
+{
+	uint64_t one = 1;
+	ssize_t n;
+
+	if (!x)
+		return;
+	task_mutex_lock_nofail(&x->lock);
+	x->stop = true;
+	xprt_disconnect(x, false);
+	task_cond_broadcast(&x->conn_cond);
+	task_mutex_unlock(&x->lock);
+	n = write(x->rx_efd, &one, sizeof(one));
+	(void)n;
+	pthread_join(x->rx, NULL);
+	if (x->closing_fd >= 0)
+		close_reset(x->closing_fd);
+	close(x->rx_efd);
+	task_cond_destroy(&x->conn_cond);
+	task_mutex_destroy(&x->lock);
+	task_mutex_destroy(&x->send_lock);
+	free(x);
+}

@@ -1,0 +1,505 @@
+/*
+ * netclient against the real server (the ganesha tests/run starts): every
+ * NFSv3 procedure, data round trips around the rsize/wsize boundaries, the
+ * errno each NFS error maps to (a non-root caller's EACCES among them),
+ * mount errors, and the hard/soft/softerr major timeouts with the server
+ * stalled.  Every result is checked against the export directory itself.
+ */
+#include "test.h"
+
+#include "intrfs/netclient.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct env {
+	const char *server, *export_dir;
+	unsigned nfs_port, mount_port;
+	pid_t ganesha;
+};
+
+static const char *need(const char *name)
+{
+	const char *v = getenv(name);
+
+	if (!v || !*v)
+		TEST__FAIL("%s is not set: run the client tests through "
+			   "tests/run (it starts the server)",
+			   name);
+	return v;
+}
+
+static void env_get(struct env *e)
+{
+	e->server = need("INTRFS_TEST_SERVER");
+	e->export_dir = need("INTRFS_TEST_EXPORT");
+	e->nfs_port = (unsigned)atoi(need("INTRFS_TEST_NFS_PORT"));
+	e->mount_port = (unsigned)atoi(need("INTRFS_TEST_MOUNT_PORT"));
+	e->ganesha = (pid_t)atoi(need("INTRFS_TEST_GANESHA_PID"));
+}
+
+struct ctx {
+	struct env env;
+	nc_client_t *c;
+	task_t *task;
+	struct nc_cred root, user;
+	struct nc_fh dir; /* a fresh directory of the export */
+	char local[512];  /* the same, seen locally */
+};
+
+static unsigned seq;
+
+/* A client mounted on a fresh directory of the export, in a task. */
+static void ctx_open(struct ctx *x, const char *extra)
+{
+	struct task_attr attr = {"client-test", REGION_POLICY_REGION, NULL};
+	char opts[256], err[512], sub[64], path[600];
+	struct nc_opts o;
+
+	memset(x, 0, sizeof(*x));
+	env_get(&x->env);
+	snprintf(sub, sizeof(sub), "c-%d-%u", (int)getpid(), ++seq);
+	snprintf(x->local, sizeof(x->local), "%s/%s", x->env.export_dir, sub);
+	ASSERT_EQ(mkdir(x->local, 0777), 0);
+	ASSERT_EQ(chmod(x->local, 0777), 0);
+	x->task = task_create(&attr);
+	task_enter(x->task);
+	nc_opts_init(&o);
+	snprintf(opts, sizeof(opts), "port=%u,mountport=%u%s%s",
+		 x->env.nfs_port, x->env.mount_port, extra[0] ? "," : "",
+		 extra);
+	ASSERT_EQ(nc_opts_parse(&o, opts, NULL, NULL, err, sizeof(err)), 0);
+	ASSERT_EQ(nc_client_create(x->env.server, &o, &x->c, err,
+				   sizeof(err)),
+		  0);
+	nc_cred_self(&x->root);
+	x->user.uid = x->user.gid = 1000;
+	x->user.ngroups = 1;
+	x->user.groups[0] = 1000;
+	snprintf(path, sizeof(path), "%s", x->local);
+	if (nc_client_mount(x->c, path, &x->root, &x->dir, err, sizeof(err)))
+		TEST__FAIL("mount %s: %s", path, err);
+}
+
+static void ctx_close(struct ctx *x)
+{
+	nc_client_destroy(x->c);
+	task_leave(x->task);
+	task_put(x->task);
+}
+
+static const char *lp(const struct ctx *x, const char *rel)
+{
+	static char buf[4][700];
+	static unsigned i;
+	char *p = buf[i++ % 4];
+
+	snprintf(p, 700, "%s/%s", x->local, rel);
+	return p;
+}
+
+static struct nc_sattr mode(mode_t m)
+{
+	struct nc_sattr sa = {0};
+
+	sa.set = NC_SET_MODE;
+	sa.mode = m;
+	return sa;
+}
+
+TEST_IMPL(client_mount_and_exports)
+{
+	struct ctx x;
+
+	ctx_open(&x, "");
+	ASSERT_STR_EQ(nc_client_export(x.c), x.env.export_dir);
+	ASSERT_GT(nc_client_rsize(x.c), 0);
+	ASSERT_LE(nc_client_rsize(x.c), NC_MAX_IO);
+	ASSERT_GT(nc_client_wsize(x.c), 0);
+	ASSERT_LE(nc_client_wsize(x.c), NC_MAX_IO);
+	ASSERT_EQ(nc_null(x.c), 0);
+	ctx_close(&x);
+	return 0;
+}
+
+static int count_names(void *arg, const char *name, uint64_t fileid,
+		       uint64_t cookie, const struct nc_fh *fh,
+		       const struct nc_attr *attr)
+{
+	char *seen = arg;
+
+	(void)fileid;
+	(void)cookie;
+	(void)fh;
+	(void)attr;
+	strcat(seen, name);
+	strcat(seen, "/");
+	return 0;
+}
+
+TEST_IMPL(client_every_procedure)
+{
+	struct nc_sattr sa = mode(0640);
+	struct nc_entry f, d, l, p, e;
+	struct nc_write_res wr;
+	struct nc_fsstat fss;
+	struct nc_fsinfo fsi;
+	struct nc_pathconf pc;
+	unsigned char verf[8], cverf[8] = {0};
+	char buf[256], seen[1024] = "";
+	uint32_t got, granted;
+	struct nc_attr a;
+	struct stat st;
+	struct ctx x;
+	bool eof;
+
+	ctx_open(&x, "");
+	/* CREATE, WRITE, READ, GETATTR */
+	ASSERT_EQ(nc_create(x.c, &x.root, &x.dir, "f", NC_CREATE_GUARDED, &sa,
+			    &f),
+		  0);
+	ASSERT(f.has_fh);
+	ASSERT_EQ(stat(lp(&x, "f"), &st), 0);
+	ASSERT_EQ(st.st_mode & 07777, 0640);
+	ASSERT_EQ(nc_write(x.c, &x.root, &f.fh, 0, 11, "hello world",
+			   NC_FILE_SYNC, &wr, NULL),
+		  0);
+	ASSERT_EQ(wr.count, 11);
+	ASSERT_EQ(nc_read(x.c, &x.root, &f.fh, 6, 100, buf, &got, &eof, &a), 0);
+	ASSERT_EQ(got, 5);
+	ASSERT(eof);
+	ASSERT(memcmp(buf, "world", 5) == 0);
+	ASSERT_EQ(nc_getattr(x.c, &x.root, &f.fh, &a), 0);
+	ASSERT_EQ(a.size, 11);
+	ASSERT(S_ISREG(a.mode));
+	ASSERT_EQ(a.fileid, st.st_ino);
+
+	/* SETATTR: mode, size, times */
+	sa.set = NC_SET_MODE | NC_SET_SIZE | NC_SET_MTIME;
+	sa.mode = 0600;
+	sa.size = 5;
+	sa.mtime.tv_sec = 1000000000;
+	sa.mtime.tv_nsec = 0;
+	ASSERT_EQ(nc_setattr(x.c, &x.root, &f.fh, &sa, &a), 0);
+	ASSERT_EQ(stat(lp(&x, "f"), &st), 0);
+	ASSERT_EQ(st.st_mode & 07777, 0600);
+	ASSERT_EQ(st.st_size, 5);
+	ASSERT_EQ(st.st_mtime, 1000000000);
+
+	/* UNSTABLE WRITE + COMMIT: the verifiers agree */
+	ASSERT_EQ(nc_write(x.c, &x.root, &f.fh, 5, 6, " there", NC_UNSTABLE,
+			   &wr, NULL),
+		  0);
+	ASSERT_EQ(nc_commit(x.c, &x.root, &f.fh, 0, 0, verf), 0);
+	ASSERT(memcmp(verf, wr.verf, 8) == 0);
+
+	/* ACCESS, LOOKUP */
+	ASSERT_EQ(nc_access(x.c, &x.root, &f.fh,
+			    NC_ACCESS_READ | NC_ACCESS_MODIFY, &granted),
+		  0);
+	ASSERT_EQ(granted & (NC_ACCESS_READ | NC_ACCESS_MODIFY),
+		  NC_ACCESS_READ | NC_ACCESS_MODIFY);
+	ASSERT_EQ(nc_lookup(x.c, &x.root, &x.dir, "f", &e), 0);
+	ASSERT_EQ(e.fh.len, f.fh.len);
+	ASSERT(memcmp(e.fh.data, f.fh.data, e.fh.len) == 0);
+
+	/* MKDIR, SYMLINK + READLINK, MKNOD, LINK, RENAME */
+	sa = mode(0750);
+	ASSERT_EQ(nc_mkdir(x.c, &x.root, &x.dir, "d", &sa, &d), 0);
+	ASSERT_EQ(stat(lp(&x, "d"), &st), 0);
+	ASSERT(S_ISDIR(st.st_mode));
+	ASSERT_EQ(st.st_mode & 07777, 0750);
+	sa = mode(0777);
+	ASSERT_EQ(nc_symlink(x.c, &x.root, &x.dir, "l", "the/target", &sa, &l),
+		  0);
+	ASSERT_EQ(nc_readlink(x.c, &x.root, &l.fh, buf, sizeof(buf)), 0);
+	ASSERT_STR_EQ(buf, "the/target");
+	ASSERT_EQ(readlink(lp(&x, "l"), buf, sizeof(buf)), 10);
+	sa = mode(0644);
+	ASSERT_EQ(nc_mknod(x.c, &x.root, &x.dir, "p", S_IFIFO, 0, 0, &sa, &p),
+		  0);
+	ASSERT_EQ(lstat(lp(&x, "p"), &st), 0);
+	ASSERT(S_ISFIFO(st.st_mode));
+	ASSERT_EQ(nc_link(x.c, &x.root, &f.fh, &x.dir, "f2"), 0);
+	ASSERT_EQ(stat(lp(&x, "f"), &st), 0);
+	ASSERT_EQ(st.st_nlink, 2);
+	ASSERT_EQ(nc_rename(x.c, &x.root, &x.dir, "f2", &d.fh, "moved"), 0);
+	ASSERT_EQ(access(lp(&x, "f2"), F_OK), -1);
+	ASSERT_EQ(access(lp(&x, "d/moved"), F_OK), 0);
+
+	/* READDIRPLUS and READDIR */
+	ASSERT_EQ(nc_readdir(x.c, &x.root, &x.dir, 0, cverf, true, count_names,
+			     seen, &eof),
+		  0);
+	ASSERT(eof);
+	ASSERT_CONTAINS(seen, "f/");
+	ASSERT_CONTAINS(seen, "d/");
+	ASSERT_CONTAINS(seen, "l/");
+	ASSERT_CONTAINS(seen, "p/");
+	seen[0] = '\0';
+	memset(cverf, 0, sizeof(cverf));
+	ASSERT_EQ(nc_readdir(x.c, &x.root, &d.fh, 0, cverf, false, count_names,
+			     seen, &eof),
+		  0);
+	ASSERT_CONTAINS(seen, "moved/");
+
+	/* REMOVE, RMDIR */
+	ASSERT_EQ(nc_remove(x.c, &x.root, &d.fh, "moved"), 0);
+	ASSERT_EQ(nc_rmdir(x.c, &x.root, &x.dir, "d"), 0);
+	ASSERT_EQ(access(lp(&x, "d"), F_OK), -1);
+
+	/* FSSTAT, FSINFO, PATHCONF */
+	ASSERT_EQ(nc_fsstat(x.c, &x.root, &x.dir, &fss), 0);
+	ASSERT_GT(fss.tbytes, 0);
+	ASSERT_LE(fss.fbytes, fss.tbytes);
+	ASSERT_EQ(nc_fsinfo(x.c, &x.root, &x.dir, &fsi), 0);
+	ASSERT_GT(fsi.rtmax, 0);
+	ASSERT_GT(fsi.wtmax, 0);
+	ASSERT_EQ(nc_pathconf(x.c, &x.root, &x.dir, &pc), 0);
+	ASSERT_GE(pc.name_max, 255);
+	ctx_close(&x);
+	return 0;
+}
+
+/* Round trips around the READ and WRITE size boundaries. */
+TEST_IMPL(client_data_sizes)
+{
+	struct ctx x;
+	size_t rs, ws;
+	char name[32];
+
+	ctx_open(&x, "");
+	rs = nc_client_rsize(x.c);
+	ws = nc_client_wsize(x.c);
+	const size_t sizes[] = {0,	1,	ws - 1, ws,	 ws + 1, rs - 1,
+				rs,	rs + 1, 3 * ws + 17, 8u << 20};
+
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		size_t n = sizes[i], got = 0;
+		unsigned char *in = malloc(n + 1), *out = malloc(n + 1);
+		struct nc_sattr sa = mode(0644);
+		struct nc_write_res wr;
+		unsigned char verf[8];
+		struct nc_entry f;
+		char *local;
+		bool eof;
+
+		for (size_t k = 0; k < n; k++)
+			in[k] = (unsigned char)(k * 31 + i);
+		snprintf(name, sizeof(name), "size-%zu", n);
+		ASSERT_EQ(nc_create(x.c, &x.root, &x.dir, name,
+				    NC_CREATE_GUARDED, &sa, &f),
+			  0);
+		ASSERT_EQ(nc_pwrite(x.c, &x.root, &f.fh, 0, n, in, NC_UNSTABLE,
+				    &wr),
+			  0);
+		ASSERT_EQ(nc_commit(x.c, &x.root, &f.fh, 0, 0, verf), 0);
+		/* The bytes on the export. */
+		{
+			int fd = open(lp(&x, name), O_RDONLY);
+			ssize_t r;
+
+			ASSERT_GE(fd, 0);
+			local = malloc(n + 1);
+			r = read(fd, local, n + 1);
+			close(fd);
+			ASSERT_EQ(r, n);
+			ASSERT(n == 0 || memcmp(local, in, n) == 0);
+			free(local);
+		}
+		ASSERT_EQ(nc_pread(x.c, &x.root, &f.fh, 0, n + 1, out, &got,
+				   &eof),
+			  0);
+		ASSERT_EQ(got, n);
+		ASSERT(eof);
+		ASSERT(n == 0 || memcmp(out, in, n) == 0);
+		free(in);
+		free(out);
+	}
+	ctx_close(&x);
+	return 0;
+}
+
+/* NFS errors arrive as the errno a local filesystem would give. */
+TEST_IMPL(client_errors)
+{
+	struct nc_sattr sa = mode(0600);
+	struct nc_entry f, d, e;
+	struct nc_write_res wr;
+	char buf[16];
+	uint32_t got;
+	struct ctx x;
+	bool eof;
+
+	ctx_open(&x, "");
+	ASSERT_EQ(nc_lookup(x.c, &x.root, &x.dir, "missing", &e), -ENOENT);
+	ASSERT_EQ(nc_remove(x.c, &x.root, &x.dir, "missing"), -ENOENT);
+	ASSERT_EQ(nc_create(x.c, &x.root, &x.dir, "secret", NC_CREATE_GUARDED,
+			    &sa, &f),
+		  0);
+	ASSERT_EQ(nc_write(x.c, &x.root, &f.fh, 0, 6, "secret", NC_FILE_SYNC,
+			   &wr, NULL),
+		  0);
+	ASSERT_EQ(nc_create(x.c, &x.root, &x.dir, "secret", NC_CREATE_GUARDED,
+			    &sa, &e),
+		  -EEXIST);
+	ASSERT_EQ(nc_lookup(x.c, &x.root, &f.fh, "x", &e), -ENOTDIR);
+	sa = mode(0755);
+	ASSERT_EQ(nc_mkdir(x.c, &x.root, &x.dir, "d", &sa, &d), 0);
+	ASSERT_EQ(nc_mkdir(x.c, &x.root, &x.dir, "d", &sa, &e), -EEXIST);
+	sa = mode(0644);
+	ASSERT_EQ(nc_create(x.c, &x.root, &d.fh, "inside", NC_CREATE_GUARDED,
+			    &sa, &e),
+		  0);
+	ASSERT_EQ(nc_rmdir(x.c, &x.root, &x.dir, "d"), -ENOTEMPTY);
+
+	/* A non-root caller: root's 0600 file and root's 0755 directory. */
+	ASSERT_EQ(nc_read(x.c, &x.user, &f.fh, 0, sizeof(buf), buf, &got, &eof,
+			  NULL),
+		  -EACCES);
+	ASSERT_EQ(nc_create(x.c, &x.user, &d.fh, "nope", NC_CREATE_GUARDED,
+			    &sa, &e),
+		  -EACCES);
+	ASSERT_EQ(nc_remove(x.c, &x.user, &d.fh, "inside"), -EACCES);
+	ASSERT_EQ(access(lp(&x, "d/inside"), F_OK), 0);
+	ctx_close(&x);
+	return 0;
+}
+
+/* Each caller acts as itself: a file user 1000 creates is 1000's. */
+TEST_IMPL(client_caller_owns_what_it_creates)
+{
+	struct nc_sattr sa = mode(0644);
+	struct nc_entry f;
+	struct stat st;
+	struct ctx x;
+
+	ctx_open(&x, "");
+	ASSERT_EQ(nc_create(x.c, &x.user, &x.dir, "mine", NC_CREATE_GUARDED,
+			    &sa, &f),
+		  0);
+	ASSERT_EQ(stat(lp(&x, "mine"), &st), 0);
+	ASSERT_EQ(st.st_uid, 1000);
+	ASSERT_EQ(st.st_gid, 1000);
+	ASSERT_EQ(f.attr.uid, 1000);
+	ctx_close(&x);
+	return 0;
+}
+
+TEST_IMPL(client_mount_errors)
+{
+	struct task_attr attr = {"mount-errors", REGION_POLICY_REGION, NULL};
+	char opts[128], err[512];
+	struct nc_cred cred;
+	struct nc_opts o;
+	struct nc_fh fh;
+	nc_client_t *c;
+	struct env e;
+	task_t *t;
+
+	env_get(&e);
+	t = task_create(&attr);
+	task_enter(t);
+	nc_cred_self(&cred);
+
+	/* A path the server does not export. */
+	nc_opts_init(&o);
+	snprintf(opts, sizeof(opts), "port=%u,mountport=%u", e.nfs_port,
+		 e.mount_port);
+	ASSERT_EQ(nc_opts_parse(&o, opts, NULL, NULL, err, sizeof(err)), 0);
+	ASSERT_EQ(nc_client_create(e.server, &o, &c, err, sizeof(err)), 0);
+	err[0] = '\0';
+	ASSERT_NE(nc_client_mount(c, "/not/exported", &cred, &fh, err,
+				  sizeof(err)),
+		  0);
+	ASSERT_CONTAINS(err, "/not/exported");
+	nc_client_destroy(c);
+
+	/* Nothing listening, soft: a clear error at once. */
+	nc_opts_init(&o);
+	ASSERT_EQ(nc_opts_parse(&o, "soft,timeo=10,retrans=1,port=1,mountport=1",
+				NULL, NULL, err, sizeof(err)),
+		  0);
+	ASSERT_EQ(nc_client_create(e.server, &o, &c, err, sizeof(err)), 0);
+	err[0] = '\0';
+	ASSERT_EQ(nc_client_mount(c, e.export_dir, &cred, &fh, err,
+				  sizeof(err)),
+		  -ECONNREFUSED);
+	ASSERT_CONTAINS(err, "refused");
+	nc_client_destroy(c);
+
+	/* Malformed options are refused, naming the option. */
+	nc_opts_init(&o);
+	ASSERT_EQ(nc_opts_parse(&o, "timeo=abc", NULL, NULL, err, sizeof(err)),
+		  -EINVAL);
+	ASSERT_CONTAINS(err, "timeo");
+	ASSERT_EQ(nc_opts_parse(&o, "bogus", NULL, NULL, err, sizeof(err)),
+		  -EINVAL);
+	ASSERT_CONTAINS(err, "bogus");
+	task_leave(t);
+	task_put(t);
+	return 0;
+}
+
+/* Major timeouts with the server stalled, as nfs(5) describes them. */
+
+struct resumer {
+	pid_t pid;
+	unsigned ms;
+};
+
+static void *resume_later(void *arg)
+{
+	struct resumer *r = arg;
+
+	test_sleep_ms(r->ms);
+	kill(r->pid, SIGCONT);
+	return NULL;
+}
+
+static int stalled_getattr(const char *opts, unsigned resume_ms,
+			   uint64_t *took)
+{
+	struct resumer rs;
+	struct ctx x;
+	struct nc_attr a;
+	pthread_t th;
+	uint64_t t0;
+	int rc;
+
+	ctx_open(&x, opts);
+	rs.pid = x.env.ganesha;
+	rs.ms = resume_ms;
+	ASSERT_EQ(kill(x.env.ganesha, SIGSTOP), 0);
+	if (resume_ms)
+		ASSERT_EQ(pthread_create(&th, NULL, resume_later, &rs), 0);
+	t0 = test_now_ns();
+	rc = nc_getattr(x.c, &x.root, &x.dir, &a);
+	*took = test_now_ns() - t0;
+	if (resume_ms)
+		pthread_join(th, NULL);
+	kill(x.env.ganesha, SIGCONT);
+	ctx_close(&x);
+	return rc;
+}
+
+TEST_IMPL(client_major_timeouts)
+{
+	uint64_t took;
+
+	/* timeo=5 retrans=1: 0.5 s, then 1 s, then the major timeout. */
+	ASSERT_EQ(stalled_getattr("soft,timeo=5,retrans=1", 0, &took), -EIO);
+	ASSERT_GE(took, 1400000000u);
+	ASSERT_LT(took, 5000000000u);
+	ASSERT_EQ(stalled_getattr("softerr,timeo=5,retrans=1", 0, &took),
+		  -ETIMEDOUT);
+	ASSERT_GE(took, 1400000000u);
+	/* Hard keeps going past the major timeout, then succeeds. */
+	ASSERT_EQ(stalled_getattr("hard,timeo=5,retrans=1", 2500, &took), 0);
+	ASSERT_GE(took, 2400000000u);
+	return 0;
+}

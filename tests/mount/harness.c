@@ -1,0 +1,484 @@
+/*
+ * The mount test harness (harness.h).
+ */
+#include "harness.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MOUNT_DEADLINE_MS 15000
+#define UMOUNT_DEADLINE_MS 15000
+#define MAX_LIVE 8
+
+static const struct srv *live_srv;
+static struct mnt *live[MAX_LIVE];
+static unsigned seq;
+
+/* An ASSERT aborts: resume the server and let go of the mounts first. */
+static void on_abort(int sig)
+{
+	if (live_srv && live_srv->ganesha > 0)
+		kill(live_srv->ganesha, SIGCONT);
+	for (unsigned i = 0; i < MAX_LIVE; i++) {
+		if (!live[i])
+			continue;
+		umount2(live[i]->dir, MNT_DETACH);
+		if (live[i]->pid > 0)
+			kill(live[i]->pid, SIGKILL);
+	}
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static const char *env_or_fail(const char *name)
+{
+	const char *v = getenv(name);
+
+	if (!v || !*v)
+		TEST__FAIL("%s is not set: run the mount tests through "
+			   "tests/run (it starts the server)",
+			   name);
+	return v;
+}
+
+void srv_get(struct srv *s)
+{
+	if (access("/dev/fuse", R_OK | W_OK) != 0)
+		TEST_SKIP("/dev/fuse is not usable here (%s): no mount tests",
+			  strerror(errno));
+	s->server = env_or_fail("INTRFS_TEST_SERVER");
+	s->export_dir = env_or_fail("INTRFS_TEST_EXPORT");
+	s->nfs_port = (unsigned)atoi(env_or_fail("INTRFS_TEST_NFS_PORT"));
+	s->mount_port = (unsigned)atoi(env_or_fail("INTRFS_TEST_MOUNT_PORT"));
+	s->ganesha = (pid_t)atoi(env_or_fail("INTRFS_TEST_GANESHA_PID"));
+	s->intrfs = env_or_fail("INTRFS_BIN");
+	live_srv = s;
+	signal(SIGABRT, on_abort);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+void srv_stall(const struct srv *s)
+{
+	ASSERT_EQ(kill(s->ganesha, SIGSTOP), 0);
+}
+
+void srv_resume(const struct srv *s)
+{
+	kill(s->ganesha, SIGCONT);
+}
+
+static bool is_mounted(const char *dir)
+{
+	char line[4096], needle[300];
+	bool found = false;
+	FILE *f = fopen("/proc/self/mountinfo", "r");
+
+	if (!f)
+		return false;
+	snprintf(needle, sizeof(needle), " %s ", dir);
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, needle) && strstr(line, " fuse.intrfs "))
+			found = true;
+	fclose(f);
+	return found;
+}
+
+static void track(struct mnt *m, bool on)
+{
+	for (unsigned i = 0; i < MAX_LIVE; i++) {
+		if (on && !live[i]) {
+			live[i] = m;
+			return;
+		}
+		if (!on && live[i] == m) {
+			live[i] = NULL;
+			return;
+		}
+	}
+}
+
+/* Starts the daemon; returns its pid. */
+static pid_t spawn_daemon(struct mnt *m, const struct srv *s, const char *opts)
+{
+	char sub[64], source[600], o[800];
+	pid_t pid;
+
+	snprintf(sub, sizeof(sub), "t-%d-%u", (int)getpid(), ++seq);
+	snprintf(m->local, sizeof(m->local), "%s/%s", s->export_dir, sub);
+	ASSERT_EQ(mkdir(m->local, 0777), 0);
+	ASSERT_EQ(chmod(m->local, 0777), 0);
+	snprintf(m->dir, sizeof(m->dir), "/tmp/intrfs-test-mnt.XXXXXX");
+	ASSERT_NOT_NULL(mkdtemp(m->dir));
+	snprintf(m->log, sizeof(m->log), "/tmp/intrfs-test-log.%d.%u",
+		 (int)getpid(), seq);
+	snprintf(source, sizeof(source), "%s:%s", s->server, m->local);
+	snprintf(o, sizeof(o), "port=%u,mountport=%u%s%s", s->nfs_port,
+		 s->mount_port, opts[0] ? "," : "", opts);
+	snprintf(m->opts, sizeof(m->opts), "%s", o);
+	fflush(NULL);
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		int fd = open(m->log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		dup2(fd, 1);
+		dup2(fd, 2);
+		execl(s->intrfs, "intrfs", "-f", source, m->dir, "-o", o,
+		      (char *)NULL);
+		perror("exec intrfs");
+		_exit(127);
+	}
+	return pid;
+}
+
+void mnt_read_log(const struct mnt *m, char *buf, size_t len)
+{
+	int fd = open(m->log, O_RDONLY);
+	ssize_t n = fd >= 0 ? read(fd, buf, len - 1) : -1;
+
+	buf[n > 0 ? n : 0] = '\0';
+	if (fd >= 0)
+		close(fd);
+}
+
+void mnt_start(struct mnt *m, const struct srv *s, const char *opts)
+{
+	uint64_t end = test_now_ns() + MOUNT_DEADLINE_MS * 1000000ull;
+	char log[8192];
+	int status;
+
+	memset(m, 0, sizeof(*m));
+	m->pid = spawn_daemon(m, s, opts);
+	track(m, true);
+	while (!is_mounted(m->dir)) {
+		if (waitpid(m->pid, &status, WNOHANG) == m->pid) {
+			m->pid = 0;
+			mnt_read_log(m, log, sizeof(log));
+			TEST__FAIL("intrfs exited (status %d) instead of "
+				   "mounting -o %s:\n%s",
+				   status, m->opts, log);
+		}
+		if (test_now_ns() > end) {
+			mnt_read_log(m, log, sizeof(log));
+			TEST__FAIL("intrfs did not mount within %d ms:\n%s",
+				   MOUNT_DEADLINE_MS, log);
+		}
+		usleep(2000);
+	}
+}
+
+int mnt_start_fails(struct mnt *m, const struct srv *s, const char *opts,
+		    char *buf, size_t len)
+{
+	uint64_t end = test_now_ns() + MOUNT_DEADLINE_MS * 1000000ull;
+	int status;
+
+	memset(m, 0, sizeof(*m));
+	m->pid = spawn_daemon(m, s, opts);
+	for (;;) {
+		if (waitpid(m->pid, &status, WNOHANG) == m->pid)
+			break;
+		if (is_mounted(m->dir))
+			TEST__FAIL("intrfs mounted with -o %s", m->opts);
+		ASSERT_LT(test_now_ns(), end);
+		usleep(2000);
+	}
+	mnt_read_log(m, buf, len);
+	rmdir(m->dir);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+void mnt_stop(struct mnt *m)
+{
+	uint64_t end = test_now_ns() + UMOUNT_DEADLINE_MS * 1000000ull;
+	int status;
+
+	if (live_srv)
+		srv_resume(live_srv);
+	if (umount2(m->dir, 0) < 0 && errno != EINVAL)
+		umount2(m->dir, MNT_DETACH);
+	while (m->pid > 0 && waitpid(m->pid, &status, WNOHANG) != m->pid) {
+		if (test_now_ns() > end) {
+			kill(m->pid, SIGKILL);
+			waitpid(m->pid, &status, 0);
+			umount2(m->dir, MNT_DETACH);
+			m->pid = 0;
+			track(m, false);
+			TEST__FAIL("intrfs did not exit after the unmount");
+		}
+		usleep(2000);
+	}
+	m->pid = 0;
+	rmdir(m->dir);
+	track(m, false);
+}
+
+const char *mpath(const struct mnt *m, const char *rel)
+{
+	static char buf[4][700];
+	static unsigned i;
+	char *p = buf[i++ % 4];
+
+	snprintf(p, 700, "%s/%s", m->dir, rel);
+	return p;
+}
+
+const char *lpath(const struct mnt *m, const char *rel)
+{
+	static char buf[4][700];
+	static unsigned i;
+	char *p = buf[i++ % 4];
+
+	snprintf(p, 700, "%s/%s", m->local, rel);
+	return p;
+}
+
+/* Probes. */
+
+static volatile sig_atomic_t probe_sigs;
+
+static void count_sig(int sig)
+{
+	(void)sig;
+	probe_sigs++;
+}
+
+static void probe_child(enum probe_op op, const char *path, size_t len,
+			bool direct, int out, int ready, int go)
+{
+	struct probe_result r = {0};
+	struct sigaction sa = {0};
+	uint64_t t0;
+	struct stat st;
+	char *buf = NULL;
+	int fd = -1;
+
+	sa.sa_handler = count_sig;
+	sigaction(SIGINT, &sa, NULL); /* no SA_RESTART */
+	if (posix_memalign((void **)&buf, 4096, len ? len : 4096) != 0)
+		_exit(3);
+	if (op == PROBE_READ)
+		fd = open(path, O_RDONLY | (direct ? O_DIRECT : 0));
+	else if (op == PROBE_WRITE)
+		fd = open(path, O_WRONLY | O_CREAT | (direct ? O_DIRECT : 0),
+			  0644);
+	if (op != PROBE_STAT && fd < 0) {
+		r.ret = -1;
+		r.err = errno;
+		if (write(ready, "r", 1) != 1)
+			_exit(3);
+		goto out;
+	}
+	if (write(ready, "r", 1) != 1 || read(go, buf, 1) != 1)
+		_exit(3);
+	memset(buf, 'w', len);
+	t0 = test_now_ns();
+	if (op == PROBE_READ) {
+		r.ret = read(fd, buf, len);
+	} else if (op == PROBE_WRITE) {
+		r.ret = write(fd, buf, len);
+		if (r.ret >= 0 && close(fd) < 0)
+			r.ret = -1;
+		fd = -1;
+	} else {
+		r.ret = stat(path, &st);
+	}
+	r.err = r.ret < 0 ? errno : 0;
+	r.ns = test_now_ns() - t0;
+	if (op == PROBE_READ && r.ret > 0)
+		memcpy(r.data, buf, r.ret < 64 ? (size_t)r.ret : 64);
+out:
+	r.sigs = (unsigned)probe_sigs;
+	if (write(out, &r, sizeof(r)) != sizeof(r))
+		_exit(3);
+	_exit(0);
+}
+
+void probe_start(struct probe *p, enum probe_op op, const char *path,
+		 size_t len, bool direct, uid_t uid)
+{
+	int res[2], rdy[2], go[2];
+
+	ASSERT_EQ(pipe(res), 0);
+	ASSERT_EQ(pipe(rdy), 0);
+	ASSERT_EQ(pipe(go), 0);
+	fflush(NULL);
+	p->pid = fork();
+	ASSERT_GE(p->pid, 0);
+	if (p->pid == 0) {
+		close(res[0]);
+		close(rdy[0]);
+		close(go[1]);
+		signal(SIGABRT, SIG_DFL);
+		if (uid) {
+			gid_t g = (gid_t)uid;
+
+			if (setgroups(1, &g) < 0 || setgid(g) < 0 ||
+			    setuid(uid) < 0)
+				_exit(4);
+		}
+		probe_child(op, path, len, direct, res[1], rdy[1], go[0]);
+	}
+	close(res[1]);
+	close(rdy[1]);
+	close(go[0]);
+	p->fd = res[0];
+	p->ready_fd = rdy[0];
+	p->go_fd = go[1];
+}
+
+void probe_go(struct probe *p)
+{
+	/* A child whose open failed is gone already: that is its result. */
+	if (write(p->go_fd, "g", 1) != 1)
+		return;
+}
+
+void probe_run(struct probe *p, enum probe_op op, const char *path,
+	       size_t len, bool direct, uid_t uid)
+{
+	probe_start(p, op, path, len, direct, uid);
+	probe_wait_ready(p);
+	probe_go(p);
+}
+
+void probe_wait_blocked(const struct probe *p)
+{
+	uint64_t end = test_now_ns() + 10000000000ull;
+
+	while (!probe_blocked(p)) {
+		ASSERT_LT(test_now_ns(), end);
+		usleep(500);
+	}
+}
+
+void probe_wait_ready(struct probe *p)
+{
+	struct pollfd pf = {p->ready_fd, POLLIN, 0};
+	char c;
+
+	ASSERT_EQ(poll(&pf, 1, 10000), 1);
+	ASSERT_EQ(read(p->ready_fd, &c, 1), 1);
+}
+
+bool probe_blocked(const struct probe *p)
+{
+	char path[64], wchan[128] = "";
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/wchan", (int)p->pid);
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return false;
+	n = read(fd, wchan, sizeof(wchan) - 1);
+	close(fd);
+	wchan[n > 0 ? n : 0] = '\0';
+	return strstr(wchan, "fuse") || strstr(wchan, "request_wait");
+}
+
+bool probe_wait(struct probe *p, unsigned timeout_ms, struct probe_result *r,
+		int *status)
+{
+	uint64_t end = test_now_ns() + (uint64_t)timeout_ms * 1000000u;
+	int st;
+
+	for (;;) {
+		pid_t got = waitpid(p->pid, &st, WNOHANG);
+
+		if (got == p->pid)
+			break;
+		if (test_now_ns() > end)
+			return false;
+		usleep(500);
+	}
+	if (status)
+		*status = st;
+	if (r) {
+		memset(r, 0, sizeof(*r));
+		if (read(p->fd, r, sizeof(*r)) != sizeof(*r))
+			r->ret = -2; /* killed before it could say */
+	}
+	close(p->fd);
+	close(p->ready_fd);
+	close(p->go_fd);
+	p->pid = 0;
+	return true;
+}
+
+/* Files. */
+
+void write_file(const char *path, const void *buf, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	const char *p = buf;
+
+	ASSERT_GE(fd, 0);
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		ASSERT_GT(n, 0);
+		p += n;
+		len -= (size_t)n;
+	}
+	ASSERT_EQ(close(fd), 0);
+}
+
+ssize_t read_file(const char *path, char **out)
+{
+	size_t cap = 1 << 20, len = 0;
+	char *buf = malloc(cap);
+	int fd = open(path, O_RDONLY);
+
+	if (fd < 0 || !buf) {
+		free(buf);
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	for (;;) {
+		ssize_t n;
+
+		if (len == cap) {
+			cap *= 2;
+			buf = realloc(buf, cap);
+			ASSERT_NOT_NULL(buf);
+		}
+		n = read(fd, buf + len, cap - len);
+		if (n < 0) {
+			free(buf);
+			close(fd);
+			return -1;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fd);
+	*out = buf;
+	return (ssize_t)len;
+}
+
+void fill_random(void *buf, size_t len, unsigned seed)
+{
+	unsigned char *p = buf;
+	uint32_t x = seed * 2654435761u + 1;
+
+	for (size_t i = 0; i < len; i++) {
+		x ^= x << 13;
+		x ^= x >> 17;
+		x ^= x << 5;
+		p[i] = (unsigned char)x;
+	}
+}

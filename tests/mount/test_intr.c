@@ -1,0 +1,276 @@
+/*
+ * The interrupt table on real mounts: a process is inside a read (O_DIRECT)
+ * or a write while the server is stalled (ganesha SIGSTOPped), it gets
+ * SIGINT (a handler is installed) or SIGKILL, then the server resumes.  One
+ * test per row.  Under policy=percall the hard mounts leak EINTR from the
+ * interruptible send, the seed's bug reproduced on purpose; under region
+ * and sigmask they do not.
+ */
+#include "harness.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define FILE_LEN (1u << 20)
+#define READ_LEN 65536
+/* Writers that fill the socket buffers so the victim's send blocks. */
+#define FILLERS 24
+
+enum expect {
+	COMPLETES,   /* no EINTR: the call completes after the resume */
+	EINTR_NOW,   /* the call fails with EINTR at once */
+	KILLED_NOW,  /* the process is gone at once */
+	KILLED_LATE, /* alive until the resume; the watchdog reports it */
+	EIO_LATE,    /* no signal: EIO once the soft timeout runs out */
+};
+
+enum workload {
+	READER,	 /* one O_DIRECT read */
+	WRITER,	 /* one 1 MiB write */
+	BLOCKED_SENDER, /* a write behind FILLERS others: stuck in the send */
+};
+
+struct row {
+	const char *opts;
+	enum workload work;
+	int sig; /* 0: none */
+	enum expect want;
+};
+
+/* How long "at once" may take, and how long a stall lasts before resume. */
+#define PROMPT_MS 1000
+#define STALL_MS 400
+
+static void prepare_file(const struct mnt *m, const char *name, char c)
+{
+	char *buf = malloc(FILE_LEN);
+
+	ASSERT_NOT_NULL(buf);
+	memset(buf, c, FILE_LEN);
+	write_file(lpath(m, name), buf, FILE_LEN);
+	free(buf);
+}
+
+/* The export's copy is all old or all new bytes: nothing torn. */
+static void assert_intact(const struct mnt *m, const char *name)
+{
+	char *buf;
+	ssize_t n = read_file(lpath(m, name), &buf);
+
+	ASSERT_EQ(n, FILE_LEN);
+	for (size_t i = 1; i < (size_t)n; i++)
+		if (buf[i] != buf[0])
+			TEST__FAIL("%s is torn at byte %zu ('%c' then '%c')",
+				   name, i, buf[0], buf[i]);
+	free(buf);
+}
+
+static void run_row(const struct row *row)
+{
+	struct probe fillers[FILLERS], victim;
+	struct probe_result r;
+	char log[16384], opts[256];
+	struct mnt m;
+	struct srv s;
+	int status;
+
+	srv_get(&s);
+	snprintf(opts, sizeof(opts), "%s,actimeo=60", row->opts);
+	mnt_start(&m, &s, opts);
+	prepare_file(&m, "victim", 'a');
+
+	if (row->work == BLOCKED_SENDER) {
+		for (unsigned i = 0; i < FILLERS; i++) {
+			char name[32];
+
+			snprintf(name, sizeof(name), "filler%u", i);
+			prepare_file(&m, name, 'a');
+			probe_start(&fillers[i], PROBE_WRITE, mpath(&m, name),
+				    FILE_LEN, false, 0);
+			probe_wait_ready(&fillers[i]);
+		}
+	}
+	probe_start(&victim, row->work == READER ? PROBE_READ : PROBE_WRITE,
+		    mpath(&m, "victim"),
+		    row->work == READER ? READ_LEN : FILE_LEN,
+		    row->work == READER, 0);
+	probe_wait_ready(&victim);
+
+	srv_stall(&s);
+	if (row->work == BLOCKED_SENDER) {
+		for (unsigned i = 0; i < FILLERS; i++)
+			probe_go(&fillers[i]);
+		for (unsigned i = 0; i < FILLERS; i++)
+			probe_wait_blocked(&fillers[i]);
+		/* Let their records fill both ends' socket buffers. */
+		test_sleep_ms(300);
+	}
+	probe_go(&victim);
+	probe_wait_blocked(&victim);
+	/* In the daemon, not just entering the kernel. */
+	test_sleep_ms(50);
+	if (row->sig)
+		ASSERT_EQ(kill(victim.pid, row->sig), 0);
+
+	switch (row->want) {
+	case COMPLETES:
+		ASSERT(!probe_wait(&victim, STALL_MS, NULL, NULL));
+		srv_resume(&s);
+		ASSERT(probe_wait(&victim, 20000, &r, &status));
+		ASSERT(WIFEXITED(status));
+		ASSERT_EQ(r.err, 0);
+		ASSERT_EQ(r.ret, row->work == READER ? READ_LEN : FILE_LEN);
+		if (row->work == READER)
+			ASSERT_EQ(r.data[0], 'a');
+		ASSERT_EQ(r.sigs, row->sig == SIGINT ? 1 : 0);
+		break;
+	case EINTR_NOW:
+		ASSERT(probe_wait(&victim, PROMPT_MS, &r, &status));
+		ASSERT_EQ(r.ret, -1);
+		ASSERT_EQ(r.err, EINTR);
+		ASSERT_EQ(r.sigs, 1);
+		srv_resume(&s);
+		break;
+	case KILLED_NOW:
+		ASSERT(probe_wait(&victim, PROMPT_MS, NULL, &status));
+		ASSERT(WIFSIGNALED(status));
+		ASSERT_EQ(WTERMSIG(status), SIGKILL);
+		srv_resume(&s);
+		break;
+	case KILLED_LATE: {
+		uint64_t end = test_now_ns() + 5000000000ull;
+
+		ASSERT(!probe_wait(&victim, 1500, NULL, NULL));
+		/* The hung-task watchdog names the task and its region. */
+		for (;;) {
+			mnt_read_log(&m, log, sizeof(log));
+			if (strstr(log, "blocked uninterruptibly"))
+				break;
+			ASSERT_LT(test_now_ns(), end);
+			test_sleep_ms(50);
+		}
+		ASSERT_CONTAINS(log, "fuse request");
+		srv_resume(&s);
+		ASSERT(probe_wait(&victim, 20000, NULL, &status));
+		ASSERT(WIFSIGNALED(status));
+		break;
+	}
+	case EIO_LATE:
+		ASSERT(probe_wait(&victim, 20000, &r, &status));
+		ASSERT_EQ(r.ret, -1);
+		ASSERT_EQ(r.err, EIO);
+		/* timeo=5 retrans=1: 0.5 s then 1 s */
+		ASSERT_GE(r.ns, 1400000000u);
+		srv_resume(&s);
+		break;
+	}
+
+	if (row->work == BLOCKED_SENDER)
+		for (unsigned i = 0; i < FILLERS; i++)
+			ASSERT(probe_wait(&fillers[i], 30000, NULL, NULL));
+	if (row->work != READER)
+		assert_intact(&m, "victim");
+	mnt_stop(&m);
+}
+
+#define ROW(name, opts, work, sig, want)                                      \
+	TEST_IMPL(name)                                                       \
+	{                                                                     \
+		static const struct row r = {opts, work, sig, want};          \
+		run_row(&r);                                                  \
+		return 0;                                                     \
+	}
+
+/* The table of the issue, under the default policy (region). */
+ROW(intr_hard_killable_sigint, "hard,killable", READER, SIGINT, COMPLETES)
+ROW(intr_hard_killable_sigkill, "hard,killable", READER, SIGKILL, KILLED_NOW)
+ROW(intr_hard_killable_sigkill_write, "hard,killable", WRITER, SIGKILL,
+    KILLED_NOW)
+ROW(intr_hard_intr_sigint, "hard,intr", READER, SIGINT, EINTR_NOW)
+ROW(intr_hard_intr_sigkill, "hard,intr", READER, SIGKILL, KILLED_NOW)
+ROW(intr_hard_nointr_sigint, "hard,nointr", READER, SIGINT, COMPLETES)
+ROW(intr_hard_nointr_sigkill, "hard,nointr,hung_timeout=1", READER, SIGKILL,
+    KILLED_LATE)
+ROW(intr_soft_sigint, "soft,timeo=5,retrans=1", READER, SIGINT, COMPLETES)
+ROW(intr_soft_sigkill, "soft,timeo=5,retrans=1", READER, SIGKILL, KILLED_NOW)
+ROW(intr_soft_timeout, "soft,timeo=5,retrans=1", READER, 0, EIO_LATE)
+
+/* A write stuck in the send: percall leaks EINTR, the regions do not. */
+ROW(intr_percall_killable_send, "policy=percall,hard,killable", BLOCKED_SENDER,
+    SIGINT, EINTR_NOW)
+ROW(intr_percall_nointr_send, "policy=percall,hard,nointr", BLOCKED_SENDER,
+    SIGINT, EINTR_NOW)
+ROW(intr_percall_soft_send, "policy=percall,soft,timeo=50", BLOCKED_SENDER,
+    SIGINT, EINTR_NOW)
+ROW(intr_region_killable_send, "policy=region,hard,killable", BLOCKED_SENDER,
+    SIGINT, COMPLETES)
+ROW(intr_region_nointr_send, "policy=region,hard,nointr", BLOCKED_SENDER,
+    SIGINT, COMPLETES)
+ROW(intr_sigmask_killable_send, "policy=sigmask,hard,killable",
+    BLOCKED_SENDER, SIGINT, COMPLETES)
+
+/* Reads under percall: the reply wait's own mode decides. */
+ROW(intr_percall_killable_read, "policy=percall,hard,killable", READER, SIGINT,
+    COMPLETES)
+ROW(intr_percall_intr_read, "policy=percall,hard,intr", READER, SIGINT,
+    EINTR_NOW)
+ROW(intr_percall_nointr_read, "policy=percall,hard,nointr,hung_timeout=1",
+    READER, SIGKILL, KILLED_LATE)
+
+/*
+ * Interrupt latency does not grow with the number of requests stuck: a
+ * session thread is always free to read the INTERRUPT.
+ */
+static uint64_t latency_with(const struct mnt *m, const struct srv *s,
+			     unsigned blocked)
+{
+	struct probe *ps = calloc(blocked, sizeof(*ps));
+	struct probe_result r;
+	uint64_t t0, lat;
+
+	ASSERT_NOT_NULL(ps);
+	for (unsigned i = 0; i < blocked; i++) {
+		probe_start(&ps[i], PROBE_READ, mpath(m, "victim"), 4096, true,
+			    0);
+		probe_wait_ready(&ps[i]);
+	}
+	srv_stall(s);
+	for (unsigned i = 0; i < blocked; i++)
+		probe_go(&ps[i]);
+	for (unsigned i = 0; i < blocked; i++)
+		probe_wait_blocked(&ps[i]);
+	test_sleep_ms(50);
+	t0 = test_now_ns();
+	ASSERT_EQ(kill(ps[0].pid, SIGINT), 0);
+	ASSERT(probe_wait(&ps[0], PROMPT_MS, &r, NULL));
+	lat = test_now_ns() - t0;
+	ASSERT_EQ(r.err, EINTR);
+	srv_resume(s);
+	for (unsigned i = 1; i < blocked; i++)
+		ASSERT(probe_wait(&ps[i], 20000, NULL, NULL));
+	free(ps);
+	return lat;
+}
+
+TEST_IMPL(intr_latency_1_vs_64)
+{
+	uint64_t one, many;
+	struct mnt m;
+	struct srv s;
+
+	srv_get(&s);
+	mnt_start(&m, &s, "hard,intr,actimeo=60");
+	prepare_file(&m, "victim", 'a');
+	one = latency_with(&m, &s, 1);
+	many = latency_with(&m, &s, 64);
+	fprintf(stderr, "kill -> EINTR: %.0f us with 1 blocked, %.0f us with "
+			"64 blocked\n",
+		(double)one / 1e3, (double)many / 1e3);
+	/* Bounds, not times: both well under the PROMPT_MS a test allows. */
+	ASSERT_LT(one, 100000000u);
+	ASSERT_LT(many, 100000000u);
+	mnt_stop(&m);
+	return 0;
+}

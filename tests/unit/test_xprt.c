@@ -1,0 +1,600 @@
+/*
+ * Tests of the RPC transport against the fake server (fake_rpc.h): round
+ * trips and many calls in flight, retransmission with the same XID, major
+ * timeouts under hard, soft and softerr, garbage, oversized and stray
+ * replies, a connection refused, and the seed's scenario: an interrupt while
+ * a record is stuck half sent, under each policy and region (a table).
+ */
+#include "test.h"
+
+#include "fake_rpc.h"
+#include "netclient_i.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <unistd.h>
+
+struct blob {
+	char *val;
+	u_int len;
+};
+
+static bool_t xdr_blob(XDR *xdrs, void *p)
+{
+	struct blob *b = p;
+
+	return xdr_bytes(xdrs, &b->val, &b->len, ~0u);
+}
+
+static struct nc_opts opts_of(enum nc_timeo_mode tm, enum nc_intr_mode im,
+			      unsigned timeo, unsigned retrans)
+{
+	struct nc_opts o;
+
+	memset(&o, 0, sizeof(o));
+	o.timeo_mode = tm;
+	o.intr_mode = im;
+	o.timeo = timeo;
+	o.retrans = retrans;
+	o.slots = 64;
+	return o;
+}
+
+static struct nc_xprt *make_xprt(uint16_t port, const struct nc_opts *o,
+				 struct nc_xstats *st)
+{
+	struct nc_xprt_cfg cfg;
+	struct nc_xprt *x = NULL;
+
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.server = "fake";
+	cfg.addr.sin_family = AF_INET;
+	cfg.addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	cfg.addr.sin_port = htons(port);
+	cfg.prog = FAKE_PROG;
+	cfg.vers = FAKE_VERS;
+	cfg.opts = o;
+	cfg.stats = st;
+	ASSERT_EQ(nc_xprt_create(&cfg, &x), 0);
+	return x;
+}
+
+static task_t *enter_task(enum region_policy policy)
+{
+	struct task_attr attr = {"xprt-test", policy, NULL};
+	task_t *t = task_create(&attr);
+
+	ASSERT_NOT_NULL(t);
+	task_enter(t);
+	return t;
+}
+
+static void leave_task(task_t *t)
+{
+	task_leave(t);
+	task_put(t);
+}
+
+/* An ECHO of len bytes; checks the bytes that come back. */
+static int echo(struct nc_xprt *x, size_t len)
+{
+	struct blob in = {malloc(len + 1), (u_int)len}, out = {NULL, 0};
+	struct nc_rpc r = {FAKE_ECHO, NC_XDRPROC(xdr_blob), &in, NC_XDRPROC(xdr_blob), &out, NULL, 0,
+			   NULL};
+	int rc;
+
+	for (size_t i = 0; i < len; i++)
+		in.val[i] = (char)(i * 7 + 3);
+	rc = nc_xprt_call(x, &r);
+	if (rc == 0) {
+		ASSERT_EQ(out.len, len);
+		ASSERT(len == 0 || memcmp(in.val, out.val, len) == 0);
+	}
+	xdr_free(NC_XDRPROC(xdr_blob), &out);
+	free(in.val);
+	return rc;
+}
+
+static uint64_t stat_of(_Atomic uint64_t *v)
+{
+	return atomic_load(v);
+}
+
+TEST_IMPL(xprt_echo_sizes)
+{
+	static const size_t sizes[] = {0, 1, 3, 4096, 65535, 262144,
+				       NC_MAX_IO};
+	struct fake_rpc *f = fake_rpc_start(0);
+	struct nc_opts o = opts_of(NC_HARD, NC_KILLABLE, 600, 2);
+	struct nc_xstats st = {0};
+	task_t *t = enter_task(REGION_POLICY_REGION);
+	struct nc_xprt *x = make_xprt(fake_rpc_port(f), &o, &st);
+
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+		ASSERT_EQ(echo(x, sizes[i]), 0);
+	ASSERT_EQ(stat_of(&st.calls), sizeof(sizes) / sizeof(sizes[0]));
+	ASSERT_EQ(stat_of(&st.retransmits), 0);
+	ASSERT_EQ(fake_rpc_conns(f), 1);
+	nc_xprt_destroy(x);
+	leave_task(t);
+	fake_rpc_stop(f);
+	return 0;
+}
+
+/* 32 calls answered 200 ms late each finish together: they were in flight. */
+TEST_IMPL(xprt_batch_in_flight)
+{
+	struct fake_rpc *f = fake_rpc_start(0);
+	struct nc_opts o = opts_of(NC_HARD, NC_KILLABLE, 600, 2);
+	struct nc_xstats st = {0};
+	task_t *t = enter_task(REGION_POLICY_REGION);
+	struct nc_xprt *x = make_xprt(fake_rpc_port(f), &o, &st);
+	struct blob in[32], out[32];
+	struct nc_rpc r[32];
+	uint64_t t0;
+
+	fake_rpc_set(f, FAKE_DELAY_MS, 200);
+	for (unsigned i = 0; i < 32; i++) {
+		in[i].val = malloc(8);
+		in[i].len = 8;
+		memset(in[i].val, (int)i, 8);
+		out[i].val = NULL;
+		out[i].len = 0;
+		r[i] = (struct nc_rpc){FAKE_ECHO, NC_XDRPROC(xdr_blob), &in[i], NC_XDRPROC(xdr_blob),
+				       &out[i], NULL, 0, NULL};
+	}
+	t0 = test_now_ns();
+	ASSERT_EQ(nc_xprt_batch(x, r, 32), 0);
+	ASSERT_LT(test_now_ns() - t0, 2000000000u); /* not 32 * 200 ms */
+	for (unsigned i = 0; i < 32; i++) {
+		ASSERT_EQ(r[i].rc, 0);
+		ASSERT_EQ(out[i].len, 8);
+		ASSERT_EQ(out[i].val[7], (char)i); /* each got its own reply */
+		xdr_free(NC_XDRPROC(xdr_blob), &out[i]);
+		free(in[i].val);
+	}
+	nc_xprt_destroy(x);
+	leave_task(t);
+	fake_rpc_stop(f);
+	return 0;
+}
+
+TEST_IMPL(xprt_retransmit_same_xid)
+{
+	struct fake_rpc *f = fake_rpc_start(0);
+	struct nc_opts o = opts_of(NC_HARD, NC_KILLABLE, 1, 2); /* 100 ms */
+	struct nc_xstats st = {0};
+	task_t *t = enter_task(REGION_POLICY_REGION);
+	struct nc_xprt *x = make_xprt(fake_rpc_port(f), &o, &st);
+	struct fake_seen seen[4];
+
+	fake_rpc_set(f, FAKE_DROP, 1);
+	ASSERT_EQ(echo(x, 100), 0);
+	ASSERT_EQ(fake_rpc_seen(f, seen, 4), 2);
+	ASSERT_EQ(seen[0].xid, seen[1].xid);
+	ASSERT_EQ(seen[0].conn, seen[1].conn); /* TCP: same connection */
+	ASSERT_EQ(stat_of(&st.retransmits), 1);
+	ASSERT_EQ(stat_of(&st.major_timeouts), 0);
+	nc_xprt_destroy(x);
+	leave_task(t);
+	fake_rpc_stop(f);
+	return 0;
+}
+
+/* Captures what the transport prints on stderr. */
+static int capture_stderr(char *path, size_t len)
+{
+	int fd, saved;
+
+	snprintf(path, len, "/tmp/intrfs-test-stderr-%d", getpid());
+	fd = open(path, O_CREAT | O_TRUNC | O_RDWR, 0600);
+	ASSERT_GE(fd, 0);
+	saved = dup(2);
+	dup2(fd, 2);
+	close(fd);
+	return saved;
+}
+
+static void read_file(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY);
+	ssize_t n = fd >= 0 ? read(fd, buf, len - 1) : -1;
+
+	buf[n > 0 ? n : 0] = '\0';
+	if (fd >= 0)
+		close(fd);
+	unlink(path);
+}
+
+static const struct timeout_case {
+	enum nc_timeo_mode mode;
+	int want;
+} timeout_cases[] = {
+	{NC_SOFT, -EIO},
+	{NC_SOFTERR, -ETIMEDOUT},
+};
+
+TEST_IMPL(xprt_major_timeout_soft)
+{
+	for (size_t i = 0; i < 2; i++) {
+		struct fake_rpc *f = fake_rpc_start(0);
+		/* timeo=1 retrans=2: 100 + 200 + 300 ms, then give up. */
+		struct nc_opts o = opts_of(timeout_cases[i].mode, NC_KILLABLE,
+					   1, 2);
+		struct nc_xstats st = {0};
+		task_t *t = enter_task(REGION_POLICY_REGION);
+		struct nc_xprt *x = make_xprt(fake_rpc_port(f), &o, &st);
+		uint64_t t0;
+
+		fake_rpc_set(f, FAKE_DROP, 1000);
+		t0 = test_now_ns();
+		ASSERT_EQ(echo(x, 10), timeout_cases[i].want);
+		ASSERT_GE(test_now_ns() - t0, 550000000u);
+		ASSERT_LT(test_now_ns() - t0, 3000000000u);
+		ASSERT_EQ(fake_rpc_seen(f, NULL, 0), 3); /* 1 + retrans */
+		ASSERT_EQ(stat_of(&st.major_timeouts), 1);
+		ASSERT_EQ(stat_of(&st.retransmits), 2);
+		nc_xprt_destroy(x);
+		leave_task(t);
+		fake_rpc_stop(f);
+	}
+	return 0;
+}
+
+TEST_IMPL(xprt_major_timeout_hard)
+{
+	struct fake_rpc *f = fake_rpc_start(0);
+	struct nc_opts o = opts_of(NC_HARD, NC_KILLABLE, 1, 1);
+	struct nc_xstats st = {0};
+	task_t *t = enter_task(REGION_POLICY_REGION);
+	struct nc_xprt *x = make_xprt(fake_rpc_port(f), &o, &st);
+	char path[64], log[4096];
+	int saved;
+
+	/* Past two major timeouts (100 + 200 ms each), then answered. */
+	fake_rpc_set(f, FAKE_DROP, 5);
+	saved = capture_stderr(path, sizeof(path));
+	ASSERT_EQ(echo(x, 10), 0);
+	dup2(saved, 2);
+	read_file(path, log, sizeof(log));
+	ASSERT_EQ(fake_rpc_seen(f, NULL, 0), 6);
+	ASSERT_EQ(stat_of(&st.major_timeouts), 2);
+	ASSERT_CONTAINS(log, "server fake not responding, still trying");
+	ASSERT_CONTAINS(log, "server fake OK");
+	/* Once per episode, not once per major timeout. */
+	ASSERT(strstr(strstr(log, "still trying") + 1, "still trying") == NULL);
+	nc_xprt_destroy(x);
+	leave_task(t);
+	fake_rpc_stop(f);
+	return 0;
+}
+
+TEST_IMPL(xprt_bad_replies)
+{
+	struct fake_rpc *f = fake_rpc_start(0);
+	struct nc_opts o = opts_of(NC_HARD, NC_KILLABLE, 1, 2);
+	struct nc_xstats st = {0};
+	task_t *t = enter_task(REGION_POLICY_REGION);
+	struct nc_xprt *x = make_xprt(fake_rpc_port(f), &o, &st);
+
+	/* A garbage reply fails that call; the stream is still good. */
+	fake_rpc_set(f, FAKE_GARBAGE, 1);
+	ASSERT_EQ(echo(x, 10), -EIO);
+	ASSERT_EQ(stat_of(&st.bad_replies), 1);
+	ASSERT_EQ(echo(x, 10), 0);
+	ASSERT_EQ(fake_rpc_conns(f), 1);
+
+	/* A stray XID is dropped; the call gets its own reply. */
+	fake_rpc_set(f, FAKE_STRAY_XID, 1);
+	ASSERT_EQ(echo(x, 10), 0);
+	ASSERT_EQ(stat_of(&st.unknown_xids), 1);
+
+	/*
+	 * An oversized record cannot be skipped safely: the connection is
+	 * reset and the call sent again on a new one.
+	 */
+	fake_rpc_set(f, FAKE_OVERSIZE, 1);
+	ASSERT_EQ(echo(x, 10), 0);
+	ASSERT_EQ(stat_of(&st.bad_replies), 2);
+	ASSERT_EQ(stat_of(&st.resets), 1);
+	ASSERT_EQ(stat_of(&st.reconnects), 1);
+	ASSERT_EQ(fake_rpc_conns(f), 2);
+	nc_xprt_destroy(x);
+	leave_task(t);
+	fake_rpc_stop(f);
+	return 0;
+}
+
+struct late_server {
+	uint16_t port;
+	struct fake_rpc *f;
+};
+
+static void *start_late(void *arg)
+{
+	struct late_server *ls = arg;
+
+	test_sleep_ms(400);
+	ls->f = fake_rpc_start(ls->port);
+	return NULL;
+}
+
+TEST_IMPL(xprt_connect_refused)
+{
+	struct fake_rpc *f = fake_rpc_start(0);
+	struct late_server ls = {fake_rpc_port(f), NULL};
+	struct nc_xstats st = {0};
+	struct nc_opts soft = opts_of(NC_SOFT, NC_KILLABLE, 10, 1);
+	struct nc_opts hard = opts_of(NC_HARD, NC_KILLABLE, 10, 1);
+	task_t *t = enter_task(REGION_POLICY_REGION);
+	struct nc_xprt *x;
+	pthread_t th;
+	uint64_t t0;
+
+	fake_rpc_stop(f); /* nothing listens on the port now */
+	x = make_xprt(ls.port, &soft, &st);
+	t0 = test_now_ns();
+	ASSERT_EQ(echo(x, 1), -ECONNREFUSED);
+	ASSERT_LT(test_now_ns() - t0, 500000000u);
+	nc_xprt_destroy(x);
+
+	/* Hard: keeps trying, with backoff, until the server is there. */
+	x = make_xprt(ls.port, &hard, &st);
+	ASSERT_EQ(pthread_create(&th, NULL, start_late, &ls), 0);
+	t0 = test_now_ns();
+	ASSERT_EQ(echo(x, 1), 0);
+	ASSERT_GE(test_now_ns() - t0, 350000000u);
+	pthread_join(th, NULL);
+	ASSERT_NOT_NULL(ls.f);
+	ASSERT_EQ(fake_rpc_conns(ls.f), 1);
+	nc_xprt_destroy(x);
+	fake_rpc_stop(ls.f);
+	leave_task(t);
+	return 0;
+}
+
+/* The reply wait follows the mount's intr/killable/nointr mode. */
+static const struct reply_case {
+	enum nc_intr_mode mode;
+	enum task_intr kind;
+	int want;
+} reply_cases[] = {
+	{NC_INTR, TASK_INTR_NORMAL, -EINTR},
+	{NC_INTR, TASK_INTR_FATAL, -EINTR},
+	{NC_KILLABLE, TASK_INTR_NORMAL, 0},
+	{NC_KILLABLE, TASK_INTR_FATAL, -EINTR},
+	{NC_NOINTR, TASK_INTR_FATAL, 0},
+};
+
+struct waiter_arg {
+	struct nc_xprt *x;
+	task_t *task;
+	int rc;
+};
+
+static void *reply_waiter(void *arg)
+{
+	struct waiter_arg *w = arg;
+
+	task_enter(w->task);
+	w->rc = echo(w->x, 16);
+	task_leave(w->task);
+	return NULL;
+}
+
+TEST_IMPL(xprt_interrupt_reply_wait)
+{
+	for (size_t i = 0; i < sizeof(reply_cases) / sizeof(reply_cases[0]);
+	     i++) {
+		const struct reply_case *rc = &reply_cases[i];
+		struct fake_rpc *f = fake_rpc_start(0);
+		struct nc_opts o = opts_of(NC_HARD, rc->mode, 600, 2);
+		struct nc_xstats st = {0};
+		struct task_attr attr = {"waiter", REGION_POLICY_REGION, NULL};
+		struct waiter_arg w = {NULL, NULL, 1};
+		pthread_t th;
+
+		fake_rpc_set(f, FAKE_DELAY_MS, 300);
+		w.x = make_xprt(fake_rpc_port(f), &o, &st);
+		w.task = task_create(&attr);
+		ASSERT_EQ(pthread_create(&th, NULL, reply_waiter, &w), 0);
+		ASSERT(fake_rpc_wait_seen(f, 1));
+		task_interrupt(w.task, rc->kind);
+		pthread_join(th, NULL);
+		ASSERT_EQ(w.rc, rc->want);
+		/* A late reply to an abandoned call is dropped, not misused. */
+		if (rc->want == -EINTR) {
+			test_sleep_ms(400);
+			ASSERT_EQ(stat_of(&st.unknown_xids), 1);
+		}
+		nc_xprt_destroy(w.x);
+		task_put(w.task);
+		fake_rpc_stop(f);
+	}
+	return 0;
+}
+
+/*
+ * The seed's scenario: a record stuck half sent (the server stopped
+ * reading), an interrupt, then the server reads again.
+ */
+enum send_outcome {
+	COMPLETES, /* the record goes out whole, the call succeeds */
+	RESET,	   /* -EINTR, and the connection is reset */
+};
+
+static const struct send_case {
+	enum region_policy policy;
+	char region; /* 'K' killable mount, 'U' nointr mount, 0 intr mount */
+	enum task_intr kind;
+	enum send_outcome want;
+} send_cases[] = {
+	/* percall: the interruptible send decides, whatever the mount says. */
+	{REGION_POLICY_PERCALL, 'K', TASK_INTR_NORMAL, RESET},
+	{REGION_POLICY_PERCALL, 'U', TASK_INTR_NORMAL, RESET},
+	{REGION_POLICY_PERCALL, 0, TASK_INTR_NORMAL, RESET},
+	{REGION_POLICY_PERCALL, 'U', TASK_INTR_FATAL, RESET},
+	/* region: the mount's region and the send's own killable region. */
+	{REGION_POLICY_REGION, 'K', TASK_INTR_NORMAL, COMPLETES},
+	{REGION_POLICY_REGION, 'K', TASK_INTR_FATAL, RESET},
+	{REGION_POLICY_REGION, 'U', TASK_INTR_NORMAL, COMPLETES},
+	{REGION_POLICY_REGION, 'U', TASK_INTR_FATAL, COMPLETES},
+	{REGION_POLICY_REGION, 0, TASK_INTR_NORMAL, COMPLETES},
+	{REGION_POLICY_REGION, 0, TASK_INTR_FATAL, RESET},
+	/* sigmask: as region, through real signal masks. */
+	{REGION_POLICY_SIGMASK, 'K', TASK_INTR_NORMAL, COMPLETES},
+	{REGION_POLICY_SIGMASK, 'K', TASK_INTR_FATAL, RESET},
+	{REGION_POLICY_SIGMASK, 'U', TASK_INTR_FATAL, COMPLETES},
+};
+
+#define BIG_SEND (16u << 20)
+
+struct sender {
+	const struct send_case *sc;
+	struct nc_xprt *x;
+	task_t *task;
+	sem_t started;
+	int rc;
+};
+
+static void *sender_main(void *arg)
+{
+	struct sender *s = arg;
+	struct blob in = {calloc(1, BIG_SEND), BIG_SEND};
+	struct nc_rpc r = {FAKE_SINK, NC_XDRPROC(xdr_blob), &in, NC_XDRPROC(xdr_void),
+			   NULL, NULL, 0, NULL};
+
+	task_enter(s->task);
+	if (s->sc->region == 'K')
+		region_begin_killable("test: killable mount");
+	else if (s->sc->region == 'U')
+		region_begin_uninterruptible("test: nointr mount");
+	sem_post(&s->started);
+	s->rc = nc_xprt_call(s->x, &r);
+	if (s->sc->region == 'K')
+		region_end_killable();
+	else if (s->sc->region == 'U')
+		region_end_uninterruptible();
+	task_leave(s->task);
+	free(in.val);
+	return NULL;
+}
+
+static void wait_blocked_in_send(struct fake_rpc *f, task_t *t,
+				 unsigned depth)
+{
+	uint64_t end = test_now_ns() + 5000000000u;
+	struct task_info ti;
+
+	for (;;) {
+		task_snapshot(t, &ti);
+		/* Inside the send's own region, waiting for room. */
+		if (ti.waiting && strcmp(ti.wait_what, "poll") == 0 &&
+		    ti.depth == depth && fake_rpc_bytes(f) == 0)
+			return;
+		ASSERT_LT(test_now_ns(), end);
+		usleep(1000);
+	}
+}
+
+TEST_IMPL(xprt_interrupt_mid_record)
+{
+	for (size_t i = 0; i < sizeof(send_cases) / sizeof(send_cases[0]); i++) {
+		const struct send_case *sc = &send_cases[i];
+		struct fake_rpc *f = fake_rpc_start(0);
+		struct nc_opts o = opts_of(NC_HARD, NC_KILLABLE, 600, 2);
+		struct nc_xstats st = {0};
+		struct task_attr attr = {"sender", sc->policy, NULL};
+		struct sender s = {sc, NULL, NULL, {{0}}, 1};
+		pthread_t th;
+
+		fprintf(stderr, "case %zu: policy %s region %c intr %s\n", i,
+			region_policy_name(sc->policy),
+			sc->region ? sc->region : '-',
+			sc->kind == TASK_INTR_FATAL ? "fatal" : "normal");
+		fake_rpc_set(f, FAKE_STALL, 1);
+		s.x = make_xprt(fake_rpc_port(f), &o, &st);
+		s.task = task_create(&attr);
+		sem_init(&s.started, 0, 0);
+		ASSERT_EQ(pthread_create(&th, NULL, sender_main, &s), 0);
+		sem_wait(&s.started);
+		wait_blocked_in_send(f, s.task, sc->region ? 2 : 1);
+		task_interrupt(s.task, sc->kind);
+		test_sleep_ms(50);
+		fake_rpc_set(f, FAKE_STALL, 0);
+		pthread_join(th, NULL);
+		if (sc->want == COMPLETES) {
+			ASSERT_EQ(s.rc, 0);
+			ASSERT_EQ(stat_of(&st.partial_resets), 0);
+			ASSERT_EQ(stat_of(&st.resets), 0);
+			ASSERT(fake_rpc_wait_seen(f, 1));
+		} else {
+			ASSERT_EQ(s.rc, -EINTR);
+			ASSERT_EQ(stat_of(&st.partial_resets), 1);
+			ASSERT_EQ(stat_of(&st.resets), 1);
+			ASSERT_EQ(stat_of(&st.interrupted), 1);
+		}
+		nc_xprt_destroy(s.x);
+		task_put(s.task);
+		sem_destroy(&s.started);
+		fake_rpc_stop(f);
+	}
+	return 0;
+}
+
+/*
+ * A reset for one task's half-sent record sends the other tasks' calls
+ * again on the next connection, from the same source port.
+ */
+TEST_IMPL(xprt_reset_retransmits_others)
+{
+	static const struct send_case fatal = {REGION_POLICY_REGION, 'K',
+					       TASK_INTR_FATAL, RESET};
+	struct fake_rpc *f = fake_rpc_start(0);
+	struct nc_opts o = opts_of(NC_HARD, NC_KILLABLE, 600, 2);
+	struct nc_xstats st = {0};
+	struct task_attr attr = {"other", REGION_POLICY_REGION, NULL};
+	struct waiter_arg w = {NULL, NULL, 1};
+	struct sender s = {&fatal, NULL, NULL, {{0}}, 1};
+	struct fake_seen seen[8];
+	pthread_t tw, ts;
+	unsigned n;
+
+	fake_rpc_set(f, FAKE_STALL, 1);
+	w.x = s.x = make_xprt(fake_rpc_port(f), &o, &st);
+	w.task = task_create(&attr);
+	attr.name = "sender";
+	s.task = task_create(&attr);
+	sem_init(&s.started, 0, 0);
+	/* The small call goes out whole and waits for its reply. */
+	ASSERT_EQ(pthread_create(&tw, NULL, reply_waiter, &w), 0);
+	test_sleep_ms(50);
+	ASSERT_EQ(pthread_create(&ts, NULL, sender_main, &s), 0);
+	sem_wait(&s.started);
+	wait_blocked_in_send(f, s.task, 2);
+	task_interrupt(s.task, TASK_INTR_FATAL);
+	pthread_join(ts, NULL);
+	ASSERT_EQ(s.rc, -EINTR);
+	fake_rpc_set(f, FAKE_STALL, 0);
+	pthread_join(tw, NULL);
+	ASSERT_EQ(w.rc, 0);
+	ASSERT_EQ(stat_of(&st.partial_resets), 1);
+	ASSERT_EQ(stat_of(&st.reconnects), 1);
+	ASSERT_EQ(stat_of(&st.same_port), 1);
+	ASSERT_GE(stat_of(&st.retransmits), 1);
+	n = fake_rpc_seen(f, seen, 8);
+	ASSERT_GE(n, 1);
+	/* Answered on the second connection, from the first one's port. */
+	ASSERT_EQ(seen[n - 1].conn, 2);
+	ASSERT_EQ(seen[n - 1].proc, FAKE_ECHO);
+	ASSERT_EQ(fake_rpc_conns(f), 2);
+	nc_xprt_destroy(w.x);
+	task_put(w.task);
+	task_put(s.task);
+	sem_destroy(&s.started);
+	fake_rpc_stop(f);
+	return 0;
+}
