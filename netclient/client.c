@@ -70,10 +70,11 @@ struct run {
 	struct nc_cred cred;
 	task_t *task;
 	nc_client_t *client;
-	const char *what; /* the argument an error is about */
-	char err[512];	  /* detail for the error message, or "" */
-	bool usage_error; /* the failure is a usage error: exit 2 */
-	bool stdout_gone; /* stdout's reader went away: exit quietly */
+	struct nc_stats stats_before; /* of clients given up on, for -v */
+	const char *what;  /* the argument an error is about */
+	char err[512];	   /* detail for the error message, or "" */
+	bool usage_error;  /* the failure is a usage error: exit 2 */
+	bool stdout_gone;  /* stdout's reader went away: exit quietly */
 };
 
 struct cmd {
@@ -89,6 +90,8 @@ struct cmd {
 struct remote {
 	char server[SERVER_MAX];
 	char path[REMOTE_PATH_MAX];
+	char parent[REMOTE_PATH_MAX]; /* path without its last component */
+	const char *name;	      /* the last component; NULL for "/" */
 };
 
 static int usage_fail(struct run *r, const char *fmt, ...)
@@ -186,31 +189,41 @@ static int parse_remote(struct run *r, const char *arg, struct remote *rem)
 		return usage_fail(r, "path in '%s' must be absolute", arg);
 	if (rc < 0)
 		return usage_fail(r, "path in '%s' is too long", arg);
+	rem->name = NULL;
+	snprintf(rem->parent, sizeof(rem->parent), "/");
+	if (strcmp(rem->path, "/") != 0) {
+		size_t slash = (size_t)(strrchr(rem->path, '/') - rem->path);
+
+		rem->name = rem->path + slash + 1;
+		if (slash > 0)
+			snprintf(rem->parent, sizeof(rem->parent), "%.*s",
+				 (int)slash, rem->path);
+	}
 	return 0;
 }
 
-/*
- * For operations on a name in a directory: cuts rem->path into its parent
- * (left in rem->path) and its last component (*name points into buf).
- */
-static int split_parent(struct run *r, const char *arg, struct remote *rem,
-			char *buf, size_t len, const char **name)
+/* For the commands that act on a name in a directory. */
+static int need_name(struct run *r, const char *arg, const struct remote *rem)
 {
-	char *slash = strrchr(rem->path, '/');
-
-	if (strcmp(rem->path, "/") == 0)
-		return usage_fail(r,
-				  "'%s' names no file, only the server's "
-				  "root; give a path such as %s:/export/name",
-				  arg, rem->server);
-	snprintf(buf, len, "%s", slash + 1);
-	*name = buf;
-	if (slash == rem->path)
-		slash[1] = '\0';
-	else
-		*slash = '\0';
-	return 0;
+	if (rem->name)
+		return 0;
+	return usage_fail(r,
+			  "'%s' names no file, only the server's root; give "
+			  "a path such as %s:/export/name",
+			  arg, rem->server);
 }
+
+#define STATS_FIELDS(X)                                                       \
+	X(calls)                                                              \
+	X(retransmits)                                                        \
+	X(major_timeouts)                                                     \
+	X(resets)                                                             \
+	X(partial_resets)                                                     \
+	X(reconnects)                                                         \
+	X(same_port)                                                          \
+	X(bad_replies)                                                        \
+	X(unknown_xids)                                                       \
+	X(interrupted)
 
 /* The client for server, made on first use. */
 static int client_get(struct run *r, const char *server)
@@ -226,16 +239,105 @@ static int client_get(struct run *r, const char *server)
 	return rc;
 }
 
-/* Mounts path on server; *fh is the handle of path. */
-static int mount_path(struct run *r, const struct remote *rem, struct nc_fh *fh)
+/*
+ * A client mounts once (a second nc_client_mount() on it would make a
+ * second NFS transport): to try another path, start over with a new one,
+ * keeping the old one's counters for -v.
+ */
+static int client_renew(struct run *r, const char *server)
+{
+	struct nc_stats st;
+
+	if (r->client) {
+		nc_client_stats(r->client, &st);
+#define X(f) r->stats_before.f += st.f;
+		STATS_FIELDS(X)
+#undef X
+		nc_client_destroy(r->client);
+		r->client = NULL;
+	}
+	r->err[0] = '\0';
+	return client_get(r, server);
+}
+
+/* Mounts a directory on server; *fh is its handle. */
+static int mount_dir(struct run *r, const char *server, const char *path,
+		     struct nc_fh *fh)
 {
 	int rc;
 
-	rc = client_get(r, rem->server);
+	rc = client_get(r, server);
 	if (rc < 0)
 		return rc;
-	return nc_client_mount(r->client, rem->path, &r->cred, fh, r->err,
+	return nc_client_mount(r->client, path, &r->cred, fh, r->err,
 			       sizeof(r->err));
+}
+
+/* Mounts the parent and looks the name up; *mounted says how far it got. */
+static int lookup_in_parent(struct run *r, const struct remote *rem,
+			    struct nc_fh *fh, struct nc_attr *attr,
+			    bool *mounted)
+{
+	struct nc_entry e;
+	struct nc_fh dir;
+	int rc;
+
+	*mounted = false;
+	rc = mount_dir(r, rem->server, rem->parent, &dir);
+	if (rc < 0)
+		return rc;
+	*mounted = true;
+	rc = nc_lookup(r->client, &r->cred, &dir, rem->name, &e);
+	if (rc < 0)
+		return rc;
+	if (!e.has_fh)
+		return fail_detail(r, -EIO, "LOOKUP %s returned no handle",
+				   rem->name);
+	*fh = e.fh;
+	if (!attr)
+		return 0;
+	if (e.has_attr) {
+		*attr = e.attr;
+		return 0;
+	}
+	return nc_getattr(r->client, &r->cred, fh, attr);
+}
+
+/*
+ * Finds the handle (and the attributes, if attr) of any path.  The
+ * netclient mounts only directories, so a file is reached by mounting its
+ * parent and looking it up; an export's root, whose parent may not be
+ * exported, only by mounting it.  dir_first says which to try first: the
+ * path (it is most likely a directory) or the parent.
+ */
+static int open_path(struct run *r, const struct remote *rem, bool dir_first,
+		     struct nc_fh *fh, struct nc_attr *attr)
+{
+	bool mounted;
+	int rc;
+
+	if (dir_first || !rem->name) {
+		rc = mount_dir(r, rem->server, rem->path, fh);
+		if (rc == 0 && attr)
+			rc = nc_getattr(r->client, &r->cred, fh, attr);
+		if (rc != -ENOTDIR || !rem->name)
+			return rc;
+		rc = client_renew(r, rem->server);
+		if (rc < 0)
+			return rc;
+		return lookup_in_parent(r, rem, fh, attr, &mounted);
+	}
+	rc = lookup_in_parent(r, rem, fh, attr, &mounted);
+	/* Not exported, or not ours to see: maybe the path is an export. */
+	if (mounted || (rc != -ENOENT && rc != -EACCES && rc != -EPERM))
+		return rc;
+	rc = client_renew(r, rem->server);
+	if (rc < 0)
+		return rc;
+	rc = mount_dir(r, rem->server, rem->path, fh);
+	if (rc == 0 && attr)
+		rc = nc_getattr(r->client, &r->cred, fh, attr);
+	return rc;
 }
 
 /* Interruptible I/O on the local side. */
@@ -612,10 +714,7 @@ static int cmd_ls(struct run *r, char **argv)
 	rc = parse_remote(r, argv[0], &rem);
 	if (rc < 0)
 		return rc;
-	rc = mount_path(r, &rem, &fh);
-	if (rc < 0)
-		return rc;
-	rc = nc_getattr(r->client, &r->cred, &fh, &attr);
+	rc = open_path(r, &rem, true, &fh, &attr);
 	if (rc < 0)
 		return rc;
 	if (!S_ISDIR(attr.mode)) {
@@ -624,9 +723,7 @@ static int cmd_ls(struct run *r, char **argv)
 				 .attr = attr,
 				 .has_fh = true,
 				 .has_attr = true};
-		char *slash = strrchr(rem.path, '/');
-
-		d.name = slash[1] ? slash + 1 : slash;
+		d.name = (char *)(rem.name ? rem.name : "/");
 		if (!r->long_list) {
 			printf("%s\n", d.name);
 			return 0;
@@ -670,10 +767,7 @@ static int cmd_stat(struct run *r, char **argv)
 	rc = parse_remote(r, argv[0], &rem);
 	if (rc < 0)
 		return rc;
-	rc = mount_path(r, &rem, &fh);
-	if (rc < 0)
-		return rc;
-	rc = nc_getattr(r->client, &r->cred, &fh, &a);
+	rc = open_path(r, &rem, false, &fh, &a);
 	if (rc < 0)
 		return rc;
 	printf("type=%s\n", type_name(a.mode));
@@ -715,7 +809,7 @@ static int cmd_cat(struct run *r, char **argv)
 	rc = parse_remote(r, argv[0], &rem);
 	if (rc < 0)
 		return rc;
-	rc = mount_path(r, &rem, &fh);
+	rc = open_path(r, &rem, false, &fh, NULL);
 	if (rc < 0)
 		return rc;
 	chunk = io_chunk(nc_client_rsize(r->client));
@@ -785,7 +879,7 @@ static int put_truncate(struct run *r, struct put *p)
 static int put_pass(struct run *r, struct put *p, bool *lost)
 {
 	unsigned char verf[8], cverf[8];
-	bool have_verf = false;
+	bool have_verf = false, changed = false, unstable = false;
 	uint64_t off = 0;
 	int rc;
 
@@ -805,10 +899,18 @@ static int put_pass(struct run *r, struct put *p, bool *lost)
 			       NC_UNSTABLE, &res);
 		if (rc < 0)
 			return rc;
+		/*
+		 * The verifier of the first WRITE is the one the COMMIT must
+		 * return; FILE_SYNC data survives a restart whatever it says.
+		 */
+		if (res.committed != NC_FILE_SYNC)
+			unstable = true;
 		if (!have_verf)
 			memcpy(verf, res.verf, sizeof(verf));
 		else if (memcmp(verf, res.verf, sizeof(verf)) != 0)
-			*lost = true;
+			changed = true;
+		if (res.verf_changed)
+			changed = true;
 		have_verf = true;
 		off += got;
 		if (got < p->chunk)
@@ -820,7 +922,8 @@ static int put_pass(struct run *r, struct put *p, bool *lost)
 	if (rc < 0)
 		return rc;
 	if (have_verf && memcmp(verf, cverf, sizeof(verf)) != 0)
-		*lost = true;
+		changed = true;
+	*lost = changed && unstable;
 	return 0;
 }
 
@@ -885,9 +988,7 @@ static int put_create(struct run *r, struct put *p, const struct nc_fh *dir,
 static int cmd_put(struct run *r, char **argv)
 {
 	struct put p = {.local = argv[0], .fd = -1};
-	char namebuf[REMOTE_PATH_MAX];
 	struct remote rem;
-	const char *name;
 	struct nc_fh dir;
 	bool lost = true;
 	int rc;
@@ -896,7 +997,7 @@ static int cmd_put(struct run *r, char **argv)
 	rc = parse_remote(r, argv[1], &rem);
 	if (rc < 0)
 		return rc;
-	rc = split_parent(r, argv[1], &rem, namebuf, sizeof(namebuf), &name);
+	rc = need_name(r, argv[1], &rem);
 	if (rc < 0)
 		return rc;
 	/* The input first: a missing local file must not empty the remote. */
@@ -905,10 +1006,10 @@ static int cmd_put(struct run *r, char **argv)
 		r->what = argv[0];
 		goto out_close;
 	}
-	rc = mount_path(r, &rem, &dir);
+	rc = mount_dir(r, rem.server, rem.parent, &dir);
 	if (rc < 0)
 		goto out_close;
-	rc = put_create(r, &p, &dir, name);
+	rc = put_create(r, &p, &dir, rem.name);
 	if (rc < 0)
 		goto out_close;
 	p.chunk = io_chunk(nc_client_wsize(r->client));
@@ -955,9 +1056,7 @@ out_close:
 
 static int cmd_rm(struct run *r, char **argv)
 {
-	char namebuf[REMOTE_PATH_MAX];
 	struct remote rem;
-	const char *name;
 	struct nc_fh dir;
 	int rc;
 
@@ -965,21 +1064,19 @@ static int cmd_rm(struct run *r, char **argv)
 	rc = parse_remote(r, argv[0], &rem);
 	if (rc < 0)
 		return rc;
-	rc = split_parent(r, argv[0], &rem, namebuf, sizeof(namebuf), &name);
+	rc = need_name(r, argv[0], &rem);
 	if (rc < 0)
 		return rc;
-	rc = mount_path(r, &rem, &dir);
+	rc = mount_dir(r, rem.server, rem.parent, &dir);
 	if (rc < 0)
 		return rc;
-	return nc_remove(r->client, &r->cred, &dir, name);
+	return nc_remove(r->client, &r->cred, &dir, rem.name);
 }
 
 static int cmd_mkdir(struct run *r, char **argv)
 {
 	struct nc_sattr sa = {.set = NC_SET_MODE, .mode = 0755 & ~r->umask};
-	char namebuf[REMOTE_PATH_MAX];
 	struct remote rem;
-	const char *name;
 	struct nc_fh dir;
 	int rc;
 
@@ -987,13 +1084,13 @@ static int cmd_mkdir(struct run *r, char **argv)
 	rc = parse_remote(r, argv[0], &rem);
 	if (rc < 0)
 		return rc;
-	rc = split_parent(r, argv[0], &rem, namebuf, sizeof(namebuf), &name);
+	rc = need_name(r, argv[0], &rem);
 	if (rc < 0)
 		return rc;
-	rc = mount_path(r, &rem, &dir);
+	rc = mount_dir(r, rem.server, rem.parent, &dir);
 	if (rc < 0)
 		return rc;
-	return nc_mkdir(r->client, &r->cred, &dir, name, &sa, NULL);
+	return nc_mkdir(r->client, &r->cred, &dir, rem.name, &sa, NULL);
 }
 
 /* exports, df */
@@ -1039,7 +1136,7 @@ static int cmd_df(struct run *r, char **argv)
 	rc = parse_remote(r, argv[0], &rem);
 	if (rc < 0)
 		return rc;
-	rc = mount_path(r, &rem, &fh);
+	rc = open_path(r, &rem, true, &fh, NULL);
 	if (rc < 0)
 		return rc;
 	rc = nc_fsstat(r->client, &r->cred, &fh, &fs);
@@ -1173,16 +1270,10 @@ static void print_verbose(const struct run *r)
 	fprintf(stderr, "wsize=%u\n", nc_client_wsize(c));
 	fprintf(stderr, "options=%s\n", opts);
 	fprintf(stderr, "policy=%s\n", region_policy_name(r->policy));
-	fprintf(stderr, "calls=%" PRIu64 "\n", st.calls);
-	fprintf(stderr, "retransmits=%" PRIu64 "\n", st.retransmits);
-	fprintf(stderr, "major_timeouts=%" PRIu64 "\n", st.major_timeouts);
-	fprintf(stderr, "resets=%" PRIu64 "\n", st.resets);
-	fprintf(stderr, "partial_resets=%" PRIu64 "\n", st.partial_resets);
-	fprintf(stderr, "reconnects=%" PRIu64 "\n", st.reconnects);
-	fprintf(stderr, "same_port=%" PRIu64 "\n", st.same_port);
-	fprintf(stderr, "bad_replies=%" PRIu64 "\n", st.bad_replies);
-	fprintf(stderr, "unknown_xids=%" PRIu64 "\n", st.unknown_xids);
-	fprintf(stderr, "interrupted=%" PRIu64 "\n", st.interrupted);
+#define X(f)                                                                  \
+	fprintf(stderr, #f "=%" PRIu64 "\n", r->stats_before.f + st.f);
+	STATS_FIELDS(X)
+#undef X
 }
 
 /* The signal thread: SIGINT and SIGTERM become the task's interrupts. */

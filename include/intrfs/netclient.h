@@ -238,6 +238,7 @@ struct nc_write_res {
 	uint32_t count;		 /* bytes the server took */
 	enum nc_stable committed; /* how stable it made them */
 	unsigned char verf[8];	 /* its write verifier */
+	bool verf_changed;	 /* nc_pwrite: it changed between calls */
 };
 
 /* One WRITE (count <= wsize). */
@@ -250,9 +251,10 @@ int nc_write(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
  * Large I/O: splits [off, off+len) into rsize/wsize calls and keeps up to
  * nc_client_opts()->slots of them in flight from the one calling task.
  * nc_pread() stops at end of file and returns the bytes read in *got.
- * nc_pwrite() writes it all or fails; *verf_changed tells whether the
+ * nc_pwrite() writes it all or fails; res->verf_changed tells whether the
  * server's write verifier changed between the calls (UNSTABLE data may have
- * been lost and must be written again).
+ * been lost and must be written again), res->committed is the weakest
+ * stability any call got.
  */
 int nc_pread(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
 	     uint64_t off, size_t len, void *buf, size_t *got, bool *eof);

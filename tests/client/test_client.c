@@ -290,7 +290,7 @@ TEST_IMPL(client_data_sizes)
 
 		for (size_t k = 0; k < n; k++)
 			in[k] = (unsigned char)(k * 31 + i);
-		snprintf(name, sizeof(name), "size-%zu", n);
+		snprintf(name, sizeof(name), "size-%zu-%zu", i, n);
 		ASSERT_EQ(nc_create(x.c, &x.root, &x.dir, name,
 				    NC_CREATE_GUARDED, &sa, &f),
 			  0);

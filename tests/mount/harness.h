@@ -30,7 +30,7 @@ struct mnt {
 	char dir[256];	 /* mount point */
 	char local[512]; /* the same directory seen on the export, locally */
 	char log[256];	 /* the daemon's stderr */
-	char opts[512];
+	char opts[800];
 	pid_t pid;	 /* the daemon */
 };
 

@@ -1,0 +1,334 @@
+/*
+ * Mount options as nfs(5) names them, parsed from and written back to
+ * "a,b=c,..." strings, and the calling process's AUTH_SYS credentials.
+ *
+ * One table says what every option is, and both the parser and the
+ * formatter walk it.  An option the table does not know is offered to the
+ * caller (the daemon has options of its own) and refused if nobody takes
+ * it.  Later options win over earlier ones, as with mount(8): "hard,soft"
+ * is soft.  Parsing is all or nothing: on an error the options are left as
+ * they were.
+ */
+#include "netclient_i.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* nfs(5) defaults for TCP, and the ranges this client accepts. */
+#define TIMEO_DEFAULT 600 /* deciseconds */
+#define TIMEO_MIN 1
+#define TIMEO_MAX 6000
+#define RETRANS_DEFAULT 2
+#define RETRANS_MAX 100
+#define RETRY_DEFAULT 2 /* minutes */
+#define RETRY_MAX 10000
+#define SLOTS_DEFAULT 64
+#define SLOTS_MIN 1
+#define SLOTS_MAX 1024
+/* nfs(5): rsize and wsize are rounded down to a multiple of 1024. */
+#define IO_GRANULE 1024
+#define PORT_MAX 65535 /* 0 means "ask rpcbind" */
+
+/* The only protocol version and transport this client speaks. */
+#define ONLY_VERS "3"
+#define ONLY_PROTO "tcp"
+
+void nc_opts_init(struct nc_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->timeo_mode = NC_HARD;
+	o->intr_mode = NC_KILLABLE;
+	o->timeo = TIMEO_DEFAULT;
+	o->retrans = RETRANS_DEFAULT;
+	o->retry = RETRY_DEFAULT;
+	o->slots = SLOTS_DEFAULT;
+	/* rsize, wsize 0: the server's choice; port, mountport 0: rpcbind. */
+}
+
+enum opt_kind {
+	OPT_TIMEO_MODE, /* a flag: sets timeo_mode to value */
+	OPT_INTR_MODE,	/* a flag: sets intr_mode to value */
+	OPT_NUMBER,	/* key=N: an unsigned field in [min, max] */
+	OPT_ONLY,	/* key=only: accepted, any other value refused */
+};
+
+struct opt_def {
+	const char *name;
+	enum opt_kind kind;
+	unsigned value;		/* the mode flags set */
+	size_t off;		/* OPT_NUMBER: offsetof the unsigned field */
+	unsigned min, max;	/* OPT_NUMBER: the accepted range */
+	unsigned granule;	/* OPT_NUMBER: rounded down to a multiple */
+	bool omit_zero;		/* OPT_NUMBER: 0 is "unset", not written */
+	const char *only;	/* OPT_ONLY: the one value accepted */
+	const char *why;	/* OPT_ONLY: why the others are refused */
+	bool format;		/* OPT_ONLY: written by nc_opts_format() */
+};
+
+#define TIMEO_MODE(n, v) {.name = n, .kind = OPT_TIMEO_MODE, .value = v}
+#define INTR_MODE(n, v) {.name = n, .kind = OPT_INTR_MODE, .value = v}
+#define NUMBER(n, field, lo, hi, g, z)                                        \
+	{.name = n, .kind = OPT_NUMBER, .off = offsetof(struct nc_opts, field), \
+	 .min = lo, .max = hi, .granule = g, .omit_zero = z}
+#define ONLY(n, v, w, f)                                                      \
+	{.name = n, .kind = OPT_ONLY, .only = v, .why = w, .format = f}
+
+/*
+ * intr and nointr keep their historic meaning here (Linux has ignored them
+ * since 2.6.25 and is always killable): reply waits interruptible by any
+ * signal, or by none.  The first name of each mode is the one written back.
+ */
+static const struct opt_def opt_defs[] = {
+	TIMEO_MODE("hard", NC_HARD),
+	TIMEO_MODE("soft", NC_SOFT),
+	TIMEO_MODE("softerr", NC_SOFTERR),
+	INTR_MODE("killable", NC_KILLABLE),
+	INTR_MODE("intr", NC_INTR),
+	INTR_MODE("nointr", NC_NOINTR),
+	NUMBER("timeo", timeo, TIMEO_MIN, TIMEO_MAX, 1, false),
+	NUMBER("retrans", retrans, 0, RETRANS_MAX, 1, false),
+	NUMBER("rsize", rsize, IO_GRANULE, NC_MAX_IO, IO_GRANULE, true),
+	NUMBER("wsize", wsize, IO_GRANULE, NC_MAX_IO, IO_GRANULE, true),
+	NUMBER("port", port, 0, PORT_MAX, 1, true),
+	NUMBER("mountport", mountport, 0, PORT_MAX, 1, true),
+	NUMBER("retry", retry, 0, RETRY_MAX, 1, false),
+	NUMBER("slots", slots, SLOTS_MIN, SLOTS_MAX, 1, false),
+	ONLY("vers", ONLY_VERS, "intrfs speaks NFS version 3 only", true),
+	ONLY("nfsvers", ONLY_VERS, "intrfs speaks NFS version 3 only", false),
+	ONLY("proto", ONLY_PROTO, "intrfs uses TCP only", true),
+	ONLY("mountproto", ONLY_PROTO, "intrfs uses TCP only", false),
+};
+
+#define OPT_NDEFS (sizeof(opt_defs) / sizeof(opt_defs[0]))
+
+static const struct opt_def *opt_find(const char *key)
+{
+	for (size_t i = 0; i < OPT_NDEFS; i++)
+		if (strcmp(opt_defs[i].name, key) == 0)
+			return &opt_defs[i];
+	return NULL;
+}
+
+static unsigned *opt_field(struct nc_opts *o, const struct opt_def *d)
+{
+	return (unsigned *)((char *)o + d->off);
+}
+
+static unsigned opt_get(const struct nc_opts *o, const struct opt_def *d)
+{
+	return *(const unsigned *)((const char *)o + d->off);
+}
+
+/*
+ * A whole decimal number: digits only (strtoul alone would also take
+ * leading blanks, a sign, and a negative number wrapped around), and no
+ * overflow.
+ */
+static bool parse_number(const char *s, unsigned long *out)
+{
+	char *end;
+
+	if (*s < '0' || *s > '9')
+		return false;
+	errno = 0;
+	*out = strtoul(s, &end, 10);
+	return errno == 0 && *end == '\0';
+}
+
+static int opt_number(struct nc_opts *o, const struct opt_def *d,
+		      const char *val, char *err, size_t errlen)
+{
+	unsigned long v;
+
+	if (!val) {
+		snprintf(err, errlen,
+			 "option '%s' needs a value: %s=N with N between %u "
+			 "and %u",
+			 d->name, d->name, d->min, d->max);
+		return -EINVAL;
+	}
+	if (!parse_number(val, &v) || v < d->min || v > d->max) {
+		snprintf(err, errlen,
+			 "option '%s' needs a number between %u and %u, not "
+			 "'%s'",
+			 d->name, d->min, d->max, val);
+		return -EINVAL;
+	}
+	*opt_field(o, d) = (unsigned)(v - v % d->granule);
+	return 0;
+}
+
+/* Sets one option of the table; val is NULL when there was no '='. */
+static int opt_set(struct nc_opts *o, const struct opt_def *d,
+		   const char *val, char *err, size_t errlen)
+{
+	switch (d->kind) {
+	case OPT_TIMEO_MODE:
+	case OPT_INTR_MODE:
+		if (val) {
+			snprintf(err, errlen,
+				 "option '%s' takes no value, not '%s=%s'",
+				 d->name, d->name, val);
+			return -EINVAL;
+		}
+		if (d->kind == OPT_TIMEO_MODE)
+			o->timeo_mode = (enum nc_timeo_mode)d->value;
+		else
+			o->intr_mode = (enum nc_intr_mode)d->value;
+		return 0;
+	case OPT_NUMBER:
+		return opt_number(o, d, val, err, errlen);
+	case OPT_ONLY:
+		if (!val) {
+			snprintf(err, errlen, "option '%s' needs a value: %s=%s",
+				 d->name, d->name, d->only);
+			return -EINVAL;
+		}
+		if (strcmp(val, d->only) != 0) {
+			snprintf(err, errlen,
+				 "option '%s=%s' is not supported: %s (%s=%s)",
+				 d->name, val, d->why, d->name, d->only);
+			return -EINVAL;
+		}
+		return 0;
+	}
+	return -EINVAL;
+}
+
+int nc_opts_parse(struct nc_opts *o, const char *str,
+		  int (*unknown)(const char *key, const char *val, void *arg,
+				 char *err, size_t errlen),
+		  void *arg, char *err, size_t errlen)
+{
+	struct nc_opts next = *o;
+	char *copy, *save = NULL;
+	int rc = 0;
+
+	if (errlen)
+		err[0] = '\0';
+	if (!str || !*str)
+		return 0;
+	copy = strdup(str);
+	if (!copy) {
+		snprintf(err, errlen, "out of memory parsing options");
+		return -ENOMEM;
+	}
+	/* strtok_r() skips empty items, so "hard,,soft" is two options. */
+	for (char *key = strtok_r(copy, ",", &save); key && rc == 0;
+	     key = strtok_r(NULL, ",", &save)) {
+		char *val = strchr(key, '=');
+		const struct opt_def *d;
+
+		if (val)
+			*val++ = '\0';
+		if (!*key) {
+			snprintf(err, errlen, "empty option name in '=%s'",
+				 val);
+			rc = -EINVAL;
+			break;
+		}
+		d = opt_find(key);
+		if (d) {
+			rc = opt_set(&next, d, val, err, errlen);
+			continue;
+		}
+		rc = unknown ? unknown(key, val, arg, err, errlen) : 1;
+		if (rc > 0) {
+			snprintf(err, errlen, "unknown option '%s'", key);
+			rc = -EINVAL;
+		} else if (rc < 0 && errlen && !err[0]) {
+			/* The callback failed without saying why. */
+			snprintf(err, errlen, "option '%s' is invalid", key);
+		}
+	}
+	free(copy);
+	if (rc == 0)
+		*o = next;
+	return rc;
+}
+
+/* Appends to buf[*pos..len), which stays terminated when it is too short. */
+static void __attribute__((format(printf, 4, 5)))
+append(char *buf, size_t len, size_t *pos, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (*pos >= len)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(buf + *pos, len - *pos, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	*pos = (size_t)n < len - *pos ? *pos + (size_t)n : len;
+}
+
+void nc_opts_format(const struct nc_opts *o, char *buf, size_t len)
+{
+	size_t pos = 0;
+
+	if (!len)
+		return;
+	buf[0] = '\0';
+	for (size_t i = 0; i < OPT_NDEFS; i++) {
+		const struct opt_def *d = &opt_defs[i];
+		const char *sep = pos ? "," : "";
+		unsigned v;
+
+		switch (d->kind) {
+		case OPT_TIMEO_MODE:
+			if (d->value == (unsigned)o->timeo_mode)
+				append(buf, len, &pos, "%s%s", sep,
+				       d->name);
+			break;
+		case OPT_INTR_MODE:
+			if (d->value == (unsigned)o->intr_mode)
+				append(buf, len, &pos, "%s%s", sep,
+				       d->name);
+			break;
+		case OPT_NUMBER:
+			v = opt_get(o, d);
+			if (v || !d->omit_zero)
+				append(buf, len, &pos, "%s%s=%u", sep, d->name,
+				       v);
+			break;
+		case OPT_ONLY:
+			if (d->format)
+				append(buf, len, &pos, "%s%s=%s", sep, d->name,
+				       d->only);
+			break;
+		}
+	}
+}
+
+void nc_cred_self(struct nc_cred *cred)
+{
+	gid_t few[NC_MAX_GROUPS], *gids = few;
+	int n;
+
+	memset(cred, 0, sizeof(*cred));
+	cred->uid = (uint32_t)getuid();
+	cred->gid = (uint32_t)getgid();
+	n = getgroups(NC_MAX_GROUPS, few);
+	if (n < 0 && errno == EINVAL) {
+		/*
+		 * More groups than AUTH_SYS carries: fetch them all and send
+		 * the first NC_MAX_GROUPS, as the Linux client does.
+		 */
+		n = getgroups(0, NULL);
+		gids = n > 0 ? calloc((size_t)n, sizeof(*gids)) : NULL;
+		n = gids ? getgroups(n, gids) : -1;
+	}
+	if (n > NC_MAX_GROUPS)
+		n = NC_MAX_GROUPS;
+	for (int i = 0; i < n; i++)
+		cred->groups[i] = (uint32_t)gids[i];
+	cred->ngroups = n > 0 ? (unsigned)n : 0;
+	if (gids != few)
+		free(gids);
+}
