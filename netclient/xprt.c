@@ -675,6 +675,12 @@ static int xprt_send_pending(struct nc_xprt *x, struct nc_call *calls,
 		}
 
 		task_mutex_lock_nofail(&x->lock);
+		/*
+		 * The reply may have come while x->lock was dropped: the call
+		 * is done then, and must stay so.
+		 */
+		if (call->state == CALL_DONE)
+			continue;
 		if (rc == -EINTR)
 			return rc;
 		if (rc == 0 && x->gen == gen && x->conn == CONN_UP) {
