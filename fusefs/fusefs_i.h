@@ -91,7 +91,7 @@ struct intrfs {
 	pthread_mutex_t pool_lock;
 	pthread_cond_t pool_cond;
 	struct job *queue_head, *queue_tail;
-	unsigned workers, idle;
+	unsigned workers, idle, queued;
 	bool stopping;
 	pthread_cond_t pool_done;
 

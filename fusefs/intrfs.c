@@ -14,9 +14,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -530,6 +532,68 @@ static int nfs_mount(struct intrfs *fs, const char *server, const char *path)
 	return rc;
 }
 
+/*
+ * kill -USR1 on the daemon prints every task: what it waits on, in which
+ * mode, its pending interrupts and its region stack.  SIGUSR1 is blocked in
+ * every thread and taken here with sigwait().
+ */
+static pthread_t dumper;
+static atomic_bool dumper_stop;
+
+static int dump_task(const struct task_info *ti, void *arg)
+{
+	(void)arg;
+	fprintf(stderr, "intrfs: task %" PRIu64 " (%s)", ti->id, ti->name);
+	if (ti->waiting)
+		fprintf(stderr, ": %s wait, %s (as %s), %" PRIu64 " ms",
+			ti->wait_what, task_mode_name(ti->wait_mode),
+			task_mode_name(ti->wait_eff), ti->wait_ns / 1000000);
+	else
+		fprintf(stderr, ti->running ? ": running" : ": not running");
+	if (ti->pending)
+		fprintf(stderr, ", interrupt pending%s for %" PRIu64 " ms",
+			ti->deferred ? " (deferred)" : "",
+			ti->raised_age_ns / 1000000);
+	fputc('\n', stderr);
+	for (unsigned i = ti->depth; i-- > 0;) {
+		const struct region_site *rs = ti->stack[i].site;
+
+		fprintf(stderr, "intrfs:   %s region \"%s\" at %s:%d (%s)\n",
+			rs->kind == REGION_KILLABLE ? "killable" :
+						      "uninterruptible",
+			rs->reason, rs->file, rs->line, rs->func);
+	}
+	return 0;
+}
+
+static void *dumper_main(void *arg)
+{
+	sigset_t set;
+	int sig;
+
+	(void)arg;
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR1);
+	while (sigwait(&set, &sig) == 0 &&
+	       !atomic_load_explicit(&dumper_stop, memory_order_relaxed)) {
+		fprintf(stderr, "intrfs: tasks on %s, policy %s:\n",
+			nc_client_server(((struct intrfs *)arg)->nc),
+			region_policy_name(((struct intrfs *)arg)->o.policy));
+		task_foreach(dump_task, NULL);
+		fflush(stderr);
+	}
+	return NULL;
+}
+
+static void block_sigusr1(void)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+}
+
 static int run(struct intrfs *fs, const struct cmdline *cl,
 	       const struct opt_ctx *oc)
 {
@@ -587,6 +651,8 @@ static int run(struct intrfs *fs, const struct cmdline *cl,
 		nc_client_rsize(fs->nc), nc_client_wsize(fs->nc),
 		region_policy_name(fs->o.policy));
 	daemon_ready(0);
+	if (pthread_create(&dumper, NULL, dumper_main, fs) != 0)
+		dumper = 0;
 
 	lc = fuse_loop_cfg_create();
 	fuse_loop_cfg_set_clone_fd(lc, 1);
@@ -596,6 +662,11 @@ static int run(struct intrfs *fs, const struct cmdline *cl,
 
 	/* Unmounted: calls still waiting for the server end now. */
 	nc_client_shutdown(fs->nc);
+	if (dumper) {
+		atomic_store(&dumper_stop, true);
+		pthread_kill(dumper, SIGUSR1);
+		pthread_join(dumper, NULL);
+	}
 	region_watchdog_stop();
 	workers_stop(fs);
 out_unmount:
@@ -642,6 +713,7 @@ int main(int argc, char **argv)
 
 	if (!cl.foreground)
 		daemon_start();
+	block_sigusr1();
 	rc = nfs_mount(&fs, server, path);
 	if (rc == 0)
 		rc = run(&fs, &cl, &oc);

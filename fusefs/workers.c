@@ -245,6 +245,7 @@ static void *worker_main(void *arg)
 		if (!fs->queue_head)
 			break; /* stopping */
 		j = fs->queue_head;
+		fs->queued--;
 		fs->queue_head = j->qnext;
 		if (!fs->queue_head)
 			fs->queue_tail = NULL;
@@ -295,7 +296,13 @@ void job_submit(struct job *j)
 	else
 		fs->queue_head = j;
 	fs->queue_tail = j;
-	if (fs->idle == 0 && fs->workers < fs->o.max_workers)
+	fs->queued++;
+	/*
+	 * A worker that was signalled still counts as idle until it runs, so
+	 * compare with the jobs queued, not with zero: two requests that come
+	 * together must not share one idle worker.
+	 */
+	if (fs->queued > fs->idle && fs->workers < fs->o.max_workers)
 		spawn_worker(fs);
 	pthread_cond_signal(&fs->pool_cond);
 	pthread_mutex_unlock(&fs->pool_lock);
