@@ -134,8 +134,12 @@ static void run_row(const struct row *row)
 		srv_resume(&s);
 		break;
 	case KILLED_NOW:
-		ASSERT(probe_wait(&victim, PROMPT_MS, NULL, &status));
-		ASSERT(WIFSIGNALED(status));
+		ASSERT(probe_wait(&victim, PROMPT_MS, &r, &status));
+		if (!WIFSIGNALED(status))
+			TEST__FAIL("the victim was not killed: it exited %d, "
+				   "its call returned %zd (%s) after %.1f ms",
+				   WEXITSTATUS(status), r.ret, strerror(r.err),
+				   (double)r.ns / 1e6);
 		ASSERT_EQ(WTERMSIG(status), SIGKILL);
 		srv_resume(&s);
 		break;
