@@ -223,6 +223,12 @@ void mnt_start(struct mnt *m, const struct srv *s, const char *opts)
 	}
 }
 
+void mnt_spawn(struct mnt *m, const struct srv *s, const char *opts)
+{
+	memset(m, 0, sizeof(*m));
+	m->pid = spawn_daemon(m, s, opts);
+}
+
 int mnt_start_fails(struct mnt *m, const struct srv *s, const char *opts,
 		    char *buf, size_t len)
 {

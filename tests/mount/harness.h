@@ -49,6 +49,8 @@ void mnt_start(struct mnt *m, const struct srv *s, const char *opts);
 /* The daemon refused to mount: returns its exit status, log in buf. */
 int mnt_start_fails(struct mnt *m, const struct srv *s, const char *opts,
 		    char *buf, size_t len);
+/* Only starts the daemon (m->pid); the test watches its log. */
+void mnt_spawn(struct mnt *m, const struct srv *s, const char *opts);
 void mnt_stop(struct mnt *m);
 /* What the daemon has logged so far. */
 void mnt_read_log(const struct mnt *m, char *buf, size_t len);

@@ -1,0 +1,552 @@
+/*
+ * POSIX behaviour of each operation through a real mount, checked against
+ * the export directory itself: the bytes, the attributes, the entries.  Then
+ * credentials (allow_other, a non-root caller acting as itself), errors at
+ * close, and the mount's own options and failures.
+ */
+#include "harness.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define USER_UID 1000
+#define USER_GID 1000
+#define OTHER_GID 1234
+
+/* Mounts with attribute caching off, so each check sees the server. */
+static void mnt_fresh(struct mnt *m, struct srv *s, const char *extra)
+{
+	char o[256];
+
+	srv_get(s);
+	snprintf(o, sizeof(o), "noac%s%s", extra[0] ? "," : "", extra);
+	mnt_start(m, s, o);
+}
+
+static void lstat_ok(const char *path, struct stat *st)
+{
+	if (lstat(path, st) < 0)
+		TEST__FAIL("lstat %s: %s", path, strerror(errno));
+}
+
+static void assert_same_bytes(const char *path, const void *want, size_t len)
+{
+	char *got;
+	ssize_t n = read_file(path, &got);
+
+	if (n < 0)
+		TEST__FAIL("read %s: %s", path, strerror(errno));
+	ASSERT_EQ(n, len);
+	for (size_t i = 0; i < len; i++)
+		if (got[i] != ((const char *)want)[i])
+			TEST__FAIL("%s differs at byte %zu of %zu", path, i,
+				   len);
+	free(got);
+}
+
+/* Data round trips around the 1 MiB rsize/wsize and FUSE's page size. */
+TEST_IMPL(posix_data_round_trips)
+{
+	static const size_t sizes[] = {0,	    1,		4095,
+				       4096,	    4097,	131072,
+				       1048575,	    1048576,	1048577,
+				       3 * 1048576 + 17, 9 * 1048576};
+	size_t max = 9 * 1048576;
+	char *buf = malloc(max), name[32];
+	struct mnt m;
+	struct srv s;
+
+	ASSERT_NOT_NULL(buf);
+	mnt_fresh(&m, &s, "");
+	for (unsigned i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		fill_random(buf, sizes[i], i + 1);
+		snprintf(name, sizeof(name), "f%zu", sizes[i]);
+		/* One write(2) of the whole size: several WRITE calls. */
+		write_file(mpath(&m, name), buf, sizes[i]);
+		assert_same_bytes(lpath(&m, name), buf, sizes[i]);
+		assert_same_bytes(mpath(&m, name), buf, sizes[i]);
+	}
+	/* Written on the server, read through the mount with O_DIRECT. */
+	fill_random(buf, max, 99);
+	write_file(lpath(&m, "server-side"), buf, max);
+	{
+		char *got = NULL;
+		int fd = open(mpath(&m, "server-side"), O_RDONLY | O_DIRECT);
+		ssize_t n;
+
+		ASSERT_GE(fd, 0);
+		ASSERT_EQ(posix_memalign((void **)&got, 4096, max), 0);
+		n = read(fd, got, max);
+		ASSERT_EQ(n, max);
+		ASSERT_EQ(memcmp(got, buf, max), 0);
+		close(fd);
+		free(got);
+	}
+	/* Overwrite in the middle, then append. */
+	{
+		int fd = open(mpath(&m, "server-side"), O_WRONLY);
+
+		ASSERT_GE(fd, 0);
+		memset(buf + 5000, 'x', 70000);
+		ASSERT_EQ(pwrite(fd, buf + 5000, 70000, 5000), 70000);
+		ASSERT_EQ(fsync(fd), 0);
+		ASSERT_EQ(close(fd), 0);
+		assert_same_bytes(lpath(&m, "server-side"), buf, max);
+		fd = open(mpath(&m, "server-side"), O_WRONLY | O_APPEND);
+		ASSERT_GE(fd, 0);
+		ASSERT_EQ(write(fd, "tail", 4), 4);
+		ASSERT_EQ(close(fd), 0);
+		memcpy(buf + max - 4, "tail", 4);
+		{
+			struct stat st;
+
+			lstat_ok(lpath(&m, "server-side"), &st);
+			ASSERT_EQ(st.st_size, max + 4);
+		}
+	}
+	free(buf);
+	mnt_stop(&m);
+	return 0;
+}
+
+TEST_IMPL(posix_namespace)
+{
+	char target[64];
+	struct stat st, st2;
+	struct mnt m;
+	struct srv s;
+	ssize_t n;
+
+	mnt_fresh(&m, &s, "");
+	/* mkdir, rmdir */
+	ASSERT_EQ(mkdir(mpath(&m, "d"), 0750), 0);
+	lstat_ok(lpath(&m, "d"), &st);
+	ASSERT(S_ISDIR(st.st_mode));
+	ASSERT_EQ(st.st_mode & 07777, 0750 & ~umask(022));
+	umask(022);
+	ASSERT_EQ(rmdir(mpath(&m, "d")), 0);
+	ASSERT_EQ(lstat(lpath(&m, "d"), &st), -1);
+	ASSERT_EQ(errno, ENOENT);
+
+	/* symlink, readlink */
+	ASSERT_EQ(symlink("some/where", mpath(&m, "sl")), 0);
+	n = readlink(lpath(&m, "sl"), target, sizeof(target));
+	ASSERT_EQ(n, 10);
+	n = readlink(mpath(&m, "sl"), target, sizeof(target));
+	ASSERT_EQ(n, 10);
+	ASSERT_EQ(memcmp(target, "some/where", 10), 0);
+
+	/* link: one inode, two names */
+	write_file(mpath(&m, "a"), "hello", 5);
+	ASSERT_EQ(link(mpath(&m, "a"), mpath(&m, "b")), 0);
+	lstat_ok(lpath(&m, "a"), &st);
+	lstat_ok(lpath(&m, "b"), &st2);
+	ASSERT_EQ(st.st_ino, st2.st_ino);
+	ASSERT_EQ(st.st_nlink, 2);
+	lstat_ok(mpath(&m, "a"), &st);
+	ASSERT_EQ(st.st_nlink, 2);
+
+	/* unlink */
+	ASSERT_EQ(unlink(mpath(&m, "b")), 0);
+	ASSERT_EQ(lstat(lpath(&m, "b"), &st), -1);
+	lstat_ok(lpath(&m, "a"), &st);
+	ASSERT_EQ(st.st_nlink, 1);
+
+	/* mknod: a FIFO */
+	ASSERT_EQ(mkfifo(mpath(&m, "fifo"), 0640), 0);
+	lstat_ok(lpath(&m, "fifo"), &st);
+	ASSERT(S_ISFIFO(st.st_mode));
+	ASSERT_EQ(st.st_mode & 0777, 0640);
+
+	/* rename, and rename over an existing target */
+	write_file(mpath(&m, "old"), "old!", 4);
+	ASSERT_EQ(rename(mpath(&m, "a"), mpath(&m, "c")), 0);
+	ASSERT_EQ(lstat(lpath(&m, "a"), &st), -1);
+	assert_same_bytes(lpath(&m, "c"), "hello", 5);
+	ASSERT_EQ(rename(mpath(&m, "c"), mpath(&m, "old")), 0);
+	assert_same_bytes(lpath(&m, "old"), "hello", 5);
+	assert_same_bytes(mpath(&m, "old"), "hello", 5);
+	ASSERT_EQ(lstat(mpath(&m, "c"), &st), -1);
+	ASSERT_EQ(errno, ENOENT);
+	/* a directory, across directories */
+	ASSERT_EQ(mkdir(mpath(&m, "d1"), 0755), 0);
+	ASSERT_EQ(mkdir(mpath(&m, "d2"), 0755), 0);
+	write_file(mpath(&m, "d1/f"), "in d1", 5);
+	ASSERT_EQ(rename(mpath(&m, "d1"), mpath(&m, "d2/moved")), 0);
+	assert_same_bytes(lpath(&m, "d2/moved/f"), "in d1", 5);
+	assert_same_bytes(mpath(&m, "d2/moved/f"), "in d1", 5);
+
+	/* readdir sees exactly what the export has */
+	{
+		char name[32];
+		unsigned seen = 0;
+		struct dirent *de;
+		DIR *d;
+
+		ASSERT_EQ(mkdir(mpath(&m, "many"), 0755), 0);
+		for (unsigned i = 0; i < 300; i++) {
+			snprintf(name, sizeof(name), "many/entry-%03u", i);
+			write_file(lpath(&m, name), "", 0);
+		}
+		d = opendir(mpath(&m, "many"));
+		ASSERT_NOT_NULL(d);
+		while ((de = readdir(d))) {
+			unsigned k;
+
+			if (de->d_name[0] == '.')
+				continue;
+			ASSERT_EQ(sscanf(de->d_name, "entry-%u", &k), 1);
+			ASSERT_LT(k, 300);
+			ASSERT_EQ(de->d_type, DT_REG);
+			seen++;
+		}
+		closedir(d);
+		ASSERT_EQ(seen, 300);
+	}
+	mnt_stop(&m);
+	return 0;
+}
+
+TEST_IMPL(posix_attributes)
+{
+	struct timespec ts[2] = {{1577836800, 123456789}, {1262304000, 5000}};
+	struct statvfs sv, lsv;
+	struct stat st;
+	struct mnt m;
+	struct srv s;
+	char *buf;
+
+	mnt_fresh(&m, &s, "");
+	write_file(mpath(&m, "f"), "0123456789", 10);
+
+	ASSERT_EQ(chmod(mpath(&m, "f"), 0604), 0);
+	lstat_ok(lpath(&m, "f"), &st);
+	ASSERT_EQ(st.st_mode & 07777, 0604);
+
+	ASSERT_EQ(chown(mpath(&m, "f"), USER_UID, OTHER_GID), 0);
+	lstat_ok(lpath(&m, "f"), &st);
+	ASSERT_EQ(st.st_uid, USER_UID);
+	ASSERT_EQ(st.st_gid, OTHER_GID);
+	lstat_ok(mpath(&m, "f"), &st);
+	ASSERT_EQ(st.st_uid, USER_UID);
+
+	/* truncate down, then up: the new bytes read as zeros */
+	ASSERT_EQ(truncate(mpath(&m, "f"), 4), 0);
+	lstat_ok(lpath(&m, "f"), &st);
+	ASSERT_EQ(st.st_size, 4);
+	ASSERT_EQ(truncate(mpath(&m, "f"), 4096 * 3), 0);
+	ASSERT_EQ(read_file(lpath(&m, "f"), &buf), 4096 * 3);
+	ASSERT_EQ(memcmp(buf, "0123", 4), 0);
+	for (unsigned i = 4; i < 4096 * 3; i++)
+		ASSERT_EQ(buf[i], 0);
+	free(buf);
+	/* ftruncate on an open file, with writes before it */
+	{
+		int fd = open(mpath(&m, "f"), O_RDWR);
+
+		ASSERT_GE(fd, 0);
+		ASSERT_EQ(pwrite(fd, "abcdef", 6, 0), 6);
+		ASSERT_EQ(ftruncate(fd, 3), 0);
+		ASSERT_EQ(close(fd), 0);
+		assert_same_bytes(lpath(&m, "f"), "abc", 3);
+	}
+
+	/* utimens: atime and mtime to the nanosecond the server keeps */
+	ASSERT_EQ(utimensat(AT_FDCWD, mpath(&m, "f"), ts, 0), 0);
+	lstat_ok(lpath(&m, "f"), &st);
+	ASSERT_EQ(st.st_atim.tv_sec, ts[0].tv_sec);
+	ASSERT_EQ(st.st_mtim.tv_sec, ts[1].tv_sec);
+	ASSERT_EQ(st.st_mtim.tv_nsec, ts[1].tv_nsec);
+	lstat_ok(mpath(&m, "f"), &st);
+	ASSERT_EQ(st.st_mtim.tv_sec, ts[1].tv_sec);
+
+	/* statfs: the export's file system */
+	ASSERT_EQ(statvfs(mpath(&m, "."), &sv), 0);
+	ASSERT_EQ(statvfs(lpath(&m, "."), &lsv), 0);
+	ASSERT_EQ((uint64_t)sv.f_blocks * sv.f_frsize,
+		  (uint64_t)lsv.f_blocks * lsv.f_frsize);
+	ASSERT_GT(sv.f_files, 0);
+	ASSERT_GE(sv.f_namemax, 255);
+
+	/* access: what the mode allows root */
+	ASSERT_EQ(access(mpath(&m, "f"), R_OK | W_OK), 0);
+	ASSERT_EQ(access(mpath(&m, "f"), X_OK), -1);
+	ASSERT_EQ(errno, EACCES);
+	mnt_stop(&m);
+	return 0;
+}
+
+TEST_IMPL(posix_errors)
+{
+	struct mnt m;
+	struct srv s;
+	int fd;
+
+	mnt_fresh(&m, &s, "");
+	ASSERT_EQ(open(mpath(&m, "none"), O_RDONLY), -1);
+	ASSERT_EQ(errno, ENOENT);
+	ASSERT_EQ(mkdir(mpath(&m, "d"), 0755), 0);
+	ASSERT_EQ(mkdir(mpath(&m, "d"), 0755), -1);
+	ASSERT_EQ(errno, EEXIST);
+	write_file(mpath(&m, "d/f"), "x", 1);
+	ASSERT_EQ(rmdir(mpath(&m, "d")), -1);
+	ASSERT_EQ(errno, ENOTEMPTY);
+	ASSERT_EQ(open(mpath(&m, "d/f/x"), O_RDONLY), -1);
+	ASSERT_EQ(errno, ENOTDIR);
+	ASSERT_EQ(unlink(mpath(&m, "d")), -1);
+	ASSERT(errno == EISDIR || errno == EPERM);
+	fd = open(mpath(&m, "d/f"), O_WRONLY | O_CREAT | O_EXCL, 0644);
+	ASSERT_EQ(fd, -1);
+	ASSERT_EQ(errno, EEXIST);
+	ASSERT_EQ(rename(mpath(&m, "d"), mpath(&m, "d/f")), -1);
+	ASSERT(errno == ENOTDIR || errno == EINVAL);
+	/* Nothing was lost on the way. */
+	assert_same_bytes(lpath(&m, "d/f"), "x", 1);
+	mnt_stop(&m);
+	return 0;
+}
+
+/*
+ * Runs fn(arg) in a child as uid/gid with the given supplementary groups;
+ * returns what fn returned (an errno, 0 for success).
+ */
+static int as_user(uid_t uid, gid_t gid, const gid_t *groups, int ngroups,
+		   int (*fn)(const char *), const char *arg)
+{
+	int status;
+	pid_t pid;
+
+	fflush(NULL);
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		if (setgroups((size_t)ngroups, groups) < 0 || setgid(gid) < 0 ||
+		    setuid(uid) < 0)
+			_exit(200);
+		_exit(fn(arg));
+	}
+	ASSERT_EQ(waitpid(pid, &status, 0), pid);
+	ASSERT(WIFEXITED(status));
+	ASSERT_NE(WEXITSTATUS(status), 200);
+	return WEXITSTATUS(status);
+}
+
+static int try_read(const char *path)
+{
+	char c;
+	int fd = open(path, O_RDONLY);
+
+	if (fd < 0)
+		return errno;
+	if (read(fd, &c, 1) < 0)
+		return errno;
+	close(fd);
+	return 0;
+}
+
+static int try_create(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
+
+	if (fd < 0)
+		return errno;
+	if (write(fd, "mine", 4) != 4)
+		return errno;
+	return close(fd) < 0 ? errno : 0;
+}
+
+static int try_mkdir(const char *path)
+{
+	return mkdir(path, 0755) < 0 ? errno : 0;
+}
+
+static int try_unlink(const char *path)
+{
+	return unlink(path) < 0 ? errno : 0;
+}
+
+TEST_IMPL(cred_each_caller_acts_as_itself)
+{
+	const gid_t own[] = {USER_GID}, with_other[] = {USER_GID, OTHER_GID};
+	struct stat st;
+	struct mnt m;
+	struct srv s;
+
+	mnt_fresh(&m, &s, "allow_other");
+	/* What only root may read. */
+	write_file(mpath(&m, "secret"), "root only", 9);
+	ASSERT_EQ(chmod(mpath(&m, "secret"), 0600), 0);
+	ASSERT_EQ(as_user(USER_UID, USER_GID, own, 1, try_read,
+			  mpath(&m, "secret")),
+		  EACCES);
+	ASSERT_EQ(try_read(mpath(&m, "secret")), 0);
+
+	/* A group the user has only as a supplementary group. */
+	write_file(mpath(&m, "group"), "group", 5);
+	ASSERT_EQ(chown(mpath(&m, "group"), 0, OTHER_GID), 0);
+	ASSERT_EQ(chmod(mpath(&m, "group"), 0640), 0);
+	ASSERT_EQ(as_user(USER_UID, USER_GID, own, 1, try_read,
+			  mpath(&m, "group")),
+		  EACCES);
+	ASSERT_EQ(as_user(USER_UID, USER_GID, with_other, 2, try_read,
+			  mpath(&m, "group")),
+		  0);
+
+	/* What the user creates is the user's on the server. */
+	ASSERT_EQ(as_user(USER_UID, USER_GID, own, 1, try_create,
+			  mpath(&m, "users-file")),
+		  0);
+	lstat_ok(lpath(&m, "users-file"), &st);
+	ASSERT_EQ(st.st_uid, USER_UID);
+	ASSERT_EQ(st.st_gid, USER_GID);
+	assert_same_bytes(lpath(&m, "users-file"), "mine", 4);
+	ASSERT_EQ(as_user(USER_UID, USER_GID, own, 1, try_mkdir,
+			  mpath(&m, "users-dir")),
+		  0);
+	lstat_ok(lpath(&m, "users-dir"), &st);
+	ASSERT_EQ(st.st_uid, USER_UID);
+
+	/* A root-owned directory the user may not write into. */
+	ASSERT_EQ(mkdir(mpath(&m, "rootdir"), 0755), 0);
+	ASSERT_EQ(as_user(USER_UID, USER_GID, own, 1, try_create,
+			  mpath(&m, "rootdir/nope")),
+		  EACCES);
+	ASSERT_EQ(lstat(lpath(&m, "rootdir/nope"), &st), -1);
+	write_file(mpath(&m, "rootdir/keep"), "k", 1);
+	ASSERT_EQ(as_user(USER_UID, USER_GID, own, 1, try_unlink,
+			  mpath(&m, "rootdir/keep")),
+		  EACCES);
+	assert_same_bytes(lpath(&m, "rootdir/keep"), "k", 1);
+	mnt_stop(&m);
+	return 0;
+}
+
+/* Without allow_other, FUSE itself keeps other users out. */
+TEST_IMPL(cred_without_allow_other)
+{
+	const gid_t own[] = {USER_GID};
+	struct mnt m;
+	struct srv s;
+
+	mnt_fresh(&m, &s, "");
+	write_file(mpath(&m, "open"), "anyone", 6);
+	ASSERT_EQ(as_user(USER_UID, USER_GID, own, 1, try_read,
+			  mpath(&m, "open")),
+		  EACCES);
+	mnt_stop(&m);
+	return 0;
+}
+
+/*
+ * An error that only shows at close is reported by close: the server stops
+ * answering after the data went out UNSTABLE, and the COMMIT at close times
+ * out on a soft mount.
+ */
+TEST_IMPL(posix_error_at_close)
+{
+	char *buf = malloc(1 << 20);
+	uint64_t t0, took;
+	struct mnt m;
+	struct srv s;
+	int fd, rc, err;
+
+	ASSERT_NOT_NULL(buf);
+	mnt_fresh(&m, &s, "soft,timeo=5,retrans=1");
+	fd = open(mpath(&m, "f"), O_WRONLY | O_CREAT, 0644);
+	ASSERT_GE(fd, 0);
+	memset(buf, 'z', 1 << 20);
+	ASSERT_EQ(write(fd, buf, 1 << 20), 1 << 20);
+	srv_stall(&s);
+	t0 = test_now_ns();
+	rc = close(fd);
+	err = errno;
+	took = test_now_ns() - t0;
+	srv_resume(&s);
+	ASSERT_EQ(rc, -1);
+	ASSERT_EQ(err, EIO);
+	ASSERT_GE(took, 1400000000u);
+	/* A later fsync on a fresh open works again. */
+	fd = open(mpath(&m, "f"), O_WRONLY);
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(fsync(fd), 0);
+	ASSERT_EQ(close(fd), 0);
+	free(buf);
+	mnt_stop(&m);
+	return 0;
+}
+
+TEST_IMPL(mount_bad_options)
+{
+	static const struct {
+		const char *opts, *want;
+	} cases[] = {
+		{"frobnicate", "unknown option 'frobnicate'"},
+		{"timeo=abc", "option 'timeo'"},
+		{"timeo=0", "option 'timeo'"},
+		{"retrans=-1", "option 'retrans'"},
+		{"policy=never", "option 'policy'"},
+		{"vers=4", "vers"},
+		{"proto=udp", "proto"},
+		{"soft,hard,rsize=x", "option 'rsize'"},
+	};
+	char log[8192];
+	struct mnt m;
+	struct srv s;
+
+	srv_get(&s);
+	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int st = mnt_start_fails(&m, &s, cases[i].opts, log,
+					 sizeof(log));
+
+		ASSERT_NE(st, 0);
+		ASSERT_CONTAINS(log, cases[i].want);
+	}
+	return 0;
+}
+
+TEST_IMPL(mount_unreachable_server)
+{
+	char log[8192];
+	struct mnt m;
+	struct srv s;
+	uint64_t t0;
+	int st;
+
+	srv_get(&s);
+	/* soft: a clear error, at once */
+	t0 = test_now_ns();
+	st = mnt_start_fails(&m, &s, "soft,port=1,mountport=1", log,
+			     sizeof(log));
+	ASSERT_NE(st, 0);
+	ASSERT_CONTAINS(log, "Connection refused");
+	ASSERT_LT(test_now_ns() - t0, 5000000000ull);
+	/* hard: says it is still trying, and keeps trying */
+	mnt_spawn(&m, &s, "hard,retry=1,port=1,mountport=1");
+	for (;;) {
+		mnt_read_log(&m, log, sizeof(log));
+		if (strstr(log, "not responding, still trying"))
+			break;
+		ASSERT_LT(test_now_ns() - t0, 10000000000ull);
+		test_sleep_ms(20);
+	}
+	test_sleep_ms(300);
+	ASSERT_EQ(waitpid(m.pid, &st, WNOHANG), 0); /* still at it */
+	ASSERT_EQ(kill(m.pid, SIGTERM), 0);
+	ASSERT_EQ(waitpid(m.pid, &st, 0), m.pid);
+	rmdir(m.dir);
+	/* hard, retry=0: a single attempt, then the error */
+	t0 = test_now_ns();
+	st = mnt_start_fails(&m, &s, "hard,retry=0,port=1,mountport=1", log,
+			     sizeof(log));
+	ASSERT_NE(st, 0);
+	ASSERT_CONTAINS(log, "Connection refused");
+	return 0;
+}
