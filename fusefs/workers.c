@@ -91,7 +91,12 @@ static void on_interrupt(fuse_req_t req, void *data)
 	atomic_fetch_add_explicit(&j->fs->interrupts, 1, memory_order_relaxed);
 	atomic_fetch_or(&j->intr, TASK_INTR_NORMAL);
 	task_interrupt(j->task, TASK_INTR_NORMAL);
-	if (caller_fatal(j->tid))
+	/*
+	 * On an intr mount nothing holds a normal interrupt back, so whether
+	 * it is fatal changes nothing: spare the interrupt path the read of
+	 * /proc.
+	 */
+	if (j->fs->nco.intr_mode != NC_INTR && caller_fatal(j->tid))
 		raise_fatal(j);
 }
 
