@@ -95,7 +95,10 @@ static void usage(FILE *f)
 		"default_permissions,\nauto_unmount, ro, rw, [no]suid, [no]dev, "
 		"[no]exec, [no]atime, relatime, sync,\nasync, dirsync, "
 		"fsname=, subtype=; ignored: defaults, [no]auto, [no]user,\n"
-		"users, _netdev, nofail, x-*.\n");
+		"users, _netdev, nofail, x-*.\n"
+		"\n"
+		"kill -USR1 on the daemon logs every task: its wait, its "
+		"pending interrupts\nand its region stack.\n");
 }
 
 /* Options the daemon takes (netclient hands them over). */

@@ -69,6 +69,7 @@ struct run {
 	mode_t umask;
 	struct nc_cred cred;
 	task_t *task;
+	task_t *lane_task; /* the second I/O lane's (cat, put) */
 	nc_client_t *client;
 	struct nc_stats stats_before; /* of clients given up on, for -v */
 	const char *what;  /* the argument an error is about */
@@ -795,59 +796,187 @@ static size_t io_chunk(unsigned size)
 	return (size_t)IO_CHUNK_CALLS * (size ? size : IO_SIZE_FALLBACK);
 }
 
+/*
+ * Large transfers run in two lanes, each a task on its own thread with its
+ * own batch of calls in flight: while one lane waits for the last replies of
+ * its chunk or moves it to or from the local side, the other keeps the
+ * connection busy.  Chunk k belongs to lane k % 2; the local side is used in
+ * chunk order (turn).
+ */
+#define LANES 2
+
+struct lanes {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	uint64_t turn;	  /* the chunk whose local I/O may go next */
+	uint64_t end;	  /* chunks at or past this one are not needed */
+	int rc;		  /* the first error */
+	const char *what; /* what that error is about */
+	bool stop;
+};
+
+static void lanes_init(struct lanes *l)
+{
+	pthread_mutex_init(&l->lock, NULL);
+	pthread_cond_init(&l->cond, NULL);
+	l->turn = 0;
+	l->end = UINT64_MAX;
+	l->rc = 0;
+	l->what = NULL;
+	l->stop = false;
+}
+
+static void lanes_destroy(struct lanes *l)
+{
+	pthread_mutex_destroy(&l->lock);
+	pthread_cond_destroy(&l->cond);
+}
+
+/* Records the first error and stops both lanes. */
+static void lanes_fail(struct lanes *l, int rc, const char *what)
+{
+	pthread_mutex_lock(&l->lock);
+	if (!l->rc) {
+		l->rc = rc;
+		l->what = what;
+	}
+	l->stop = true;
+	pthread_cond_broadcast(&l->cond);
+	pthread_mutex_unlock(&l->lock);
+}
+
+/* Waits for chunk k's turn; false when the lanes stop or k is not needed. */
+static bool lanes_wait_turn(struct lanes *l, uint64_t k)
+{
+	bool go;
+
+	pthread_mutex_lock(&l->lock);
+	while (!l->stop && l->turn != k && k < l->end)
+		pthread_cond_wait(&l->cond, &l->lock);
+	go = !l->stop && k < l->end;
+	pthread_mutex_unlock(&l->lock);
+	return go;
+}
+
+/* Chunk k's local I/O is done; last: nothing after it is needed. */
+static void lanes_pass_turn(struct lanes *l, uint64_t k, bool last)
+{
+	pthread_mutex_lock(&l->lock);
+	l->turn = k + 1;
+	if (last && k + 1 < l->end)
+		l->end = k + 1;
+	pthread_cond_broadcast(&l->cond);
+	pthread_mutex_unlock(&l->lock);
+}
+
+static bool lanes_needed(struct lanes *l, uint64_t k)
+{
+	bool go;
+
+	pthread_mutex_lock(&l->lock);
+	go = !l->stop && k < l->end;
+	pthread_mutex_unlock(&l->lock);
+	return go;
+}
+
+struct cat {
+	struct run *r;
+	struct nc_fh fh;
+	size_t chunk;
+	bool out_blocks;
+	struct lanes l;
+};
+
+struct lane {
+	void *job;
+	unsigned index;
+	task_t *task; /* for the helper thread */
+};
+
+static void cat_lane(struct cat *c, unsigned index)
+{
+	char *buf = malloc(c->chunk);
+
+	if (!buf) {
+		lanes_fail(&c->l, -ENOMEM, NULL);
+		return;
+	}
+	for (uint64_t k = index; lanes_needed(&c->l, k); k += LANES) {
+		uint64_t off = k * c->chunk;
+		size_t got = 0;
+		bool eof = false;
+		int rc;
+
+		rc = nc_pread(c->r->client, &c->r->cred, &c->fh, off, c->chunk,
+			      buf, &got, &eof);
+		if (rc < 0) {
+			lanes_fail(&c->l, rc, NULL);
+			break;
+		}
+		if (!lanes_wait_turn(&c->l, k))
+			break;
+		rc = write_full(STDOUT_FILENO, c->out_blocks, buf, got);
+		if (rc < 0) {
+			if (rc == -EPIPE)
+				c->r->stdout_gone = true;
+			lanes_fail(&c->l, rc, "stdout");
+			break;
+		}
+		lanes_pass_turn(&c->l, k, eof || got < c->chunk);
+	}
+	free(buf);
+}
+
+static void run_lanes(struct run *r, void *(*helper)(void *), void *job,
+		      void (*lane_fn)(void *, unsigned), struct lanes *l)
+{
+	struct lane second = {job, 1, r->lane_task};
+	pthread_t th;
+
+	if (pthread_create(&th, NULL, helper, &second) != 0) {
+		lanes_fail(l, -EAGAIN, NULL);
+		return;
+	}
+	lane_fn(job, 0);
+	pthread_join(th, NULL);
+}
+
+static void cat_lane_fn(void *job, unsigned index)
+{
+	cat_lane(job, index);
+}
+
+static void *lane_helper_cat(void *arg)
+{
+	struct lane *ln = arg;
+
+	task_enter(ln->task);
+	cat_lane(ln->job, ln->index);
+	task_leave(ln->task);
+	return NULL;
+}
+
 static int cmd_cat(struct run *r, char **argv)
 {
-	bool out_blocks = !fd_never_blocks(STDOUT_FILENO);
 	struct remote rem;
-	struct nc_fh fh;
-	uint64_t off = 0;
-	size_t chunk;
-	char *buf;
+	struct cat c = {.r = r};
 	int rc;
 
 	r->what = argv[0];
 	rc = parse_remote(r, argv[0], &rem);
 	if (rc < 0)
 		return rc;
-	rc = open_path(r, &rem, false, &fh, NULL);
+	rc = open_path(r, &rem, false, &c.fh, NULL);
 	if (rc < 0)
 		return rc;
-	chunk = io_chunk(nc_client_rsize(r->client));
-	rc = -ENOMEM;
-	buf = malloc(chunk);
-	if (!buf)
-		goto out;
-	for (;;) {
-		size_t got = 0;
-		bool eof = false;
-
-		rc = nc_pread(r->client, &r->cred, &fh, off, chunk, buf, &got,
-			      &eof);
-		if (rc < 0)
-			break;
-		rc = write_full(STDOUT_FILENO, out_blocks, buf, got);
-		if (rc == -EPIPE) {
-			r->stdout_gone = true;
-			break;
-		}
-		if (rc < 0) {
-			r->what = "stdout";
-			break;
-		}
-		off += got;
-		if (eof)
-			break;
-		if (got == 0) {
-			rc = fail_detail(
-				r, -EIO,
-				"the server returned no data and no end of "
-				"file at offset %" PRIu64,
-				off);
-			break;
-		}
-	}
-	free(buf);
-out:
+	c.chunk = io_chunk(nc_client_rsize(r->client));
+	c.out_blocks = !fd_never_blocks(STDOUT_FILENO);
+	lanes_init(&c.l);
+	run_lanes(r, lane_helper_cat, &c, cat_lane_fn, &c.l);
+	rc = c.l.rc;
+	if (c.l.what)
+		r->what = c.l.what;
+	lanes_destroy(&c.l);
 	return rc;
 }
 
@@ -859,7 +988,6 @@ struct put {
 	bool seekable, may_block;
 	off_t start;	 /* where the input started, to read it again */
 	struct nc_fh fh; /* the file on the server */
-	char *buf;
 	size_t chunk;
 	uint64_t bytes;
 };
@@ -871,6 +999,83 @@ static int put_truncate(struct run *r, struct put *p)
 	return nc_setattr(r->client, &r->cred, &p->fh, &sa, NULL);
 }
 
+struct put_pass {
+	struct run *r;
+	struct put *p;
+	struct lanes l;
+	/* Under l.lock: */
+	unsigned char verf[8];
+	bool have_verf, changed, unstable;
+	uint64_t bytes;
+};
+
+static void put_lane(struct put_pass *pp, unsigned index)
+{
+	struct put *p = pp->p;
+	char *buf = malloc(p->chunk);
+
+	if (!buf) {
+		lanes_fail(&pp->l, -ENOMEM, NULL);
+		return;
+	}
+	for (uint64_t k = index; lanes_needed(&pp->l, k); k += LANES) {
+		struct nc_write_res res;
+		size_t got;
+		int rc;
+
+		/* The input is read in order, one chunk at a time. */
+		if (!lanes_wait_turn(&pp->l, k))
+			break;
+		rc = read_full(p->fd, p->may_block, buf, p->chunk, &got);
+		if (rc < 0) {
+			lanes_fail(&pp->l, rc, p->local);
+			break;
+		}
+		lanes_pass_turn(&pp->l, k, got < p->chunk);
+		if (got == 0)
+			break;
+		rc = nc_pwrite(pp->r->client, &pp->r->cred, &p->fh,
+			       k * p->chunk, got, buf, NC_UNSTABLE, &res);
+		if (rc < 0) {
+			lanes_fail(&pp->l, rc, NULL);
+			break;
+		}
+		/*
+		 * The verifier of the first WRITE is the one the COMMIT must
+		 * return; FILE_SYNC data survives a restart whatever it says.
+		 */
+		pthread_mutex_lock(&pp->l.lock);
+		if (res.committed != NC_FILE_SYNC)
+			pp->unstable = true;
+		if (!pp->have_verf)
+			memcpy(pp->verf, res.verf, sizeof(pp->verf));
+		else if (memcmp(pp->verf, res.verf, sizeof(pp->verf)) != 0)
+			pp->changed = true;
+		if (res.verf_changed)
+			pp->changed = true;
+		pp->have_verf = true;
+		if (k * p->chunk + got > pp->bytes)
+			pp->bytes = k * p->chunk + got;
+		pthread_mutex_unlock(&pp->l.lock);
+	}
+	free(buf);
+}
+
+static void put_lane_fn(void *job, unsigned index)
+{
+	put_lane(job, index);
+}
+
+static void *lane_helper_put(void *arg)
+{
+	struct lane *ln = arg;
+
+	task_enter(ln->task);
+	put_lane(ln->job, ln->index);
+	task_leave(ln->task);
+	return NULL;
+}
+
 /*
  * Writes the whole input UNSTABLE and COMMITs it.  *lost is set when the
  * server's write verifier changed on the way (it restarted, and UNSTABLE
@@ -878,52 +1083,27 @@ static int put_truncate(struct run *r, struct put *p)
  */
 static int put_pass(struct run *r, struct put *p, bool *lost)
 {
-	unsigned char verf[8], cverf[8];
-	bool have_verf = false, changed = false, unstable = false;
-	uint64_t off = 0;
+	struct put_pass pp = {.r = r, .p = p};
+	unsigned char cverf[8];
 	int rc;
 
 	*lost = false;
-	for (;;) {
-		struct nc_write_res res;
-		size_t got;
-
-		rc = read_full(p->fd, p->may_block, p->buf, p->chunk, &got);
-		if (rc < 0) {
-			r->what = p->local;
-			return rc;
-		}
-		if (got == 0)
-			break;
-		rc = nc_pwrite(r->client, &r->cred, &p->fh, off, got, p->buf,
-			       NC_UNSTABLE, &res);
-		if (rc < 0)
-			return rc;
-		/*
-		 * The verifier of the first WRITE is the one the COMMIT must
-		 * return; FILE_SYNC data survives a restart whatever it says.
-		 */
-		if (res.committed != NC_FILE_SYNC)
-			unstable = true;
-		if (!have_verf)
-			memcpy(verf, res.verf, sizeof(verf));
-		else if (memcmp(verf, res.verf, sizeof(verf)) != 0)
-			changed = true;
-		if (res.verf_changed)
-			changed = true;
-		have_verf = true;
-		off += got;
-		if (got < p->chunk)
-			break;
-	}
-	p->bytes = off;
+	lanes_init(&pp.l);
+	run_lanes(r, lane_helper_put, &pp, put_lane_fn, &pp.l);
+	rc = pp.l.rc;
+	if (pp.l.what)
+		r->what = pp.l.what;
+	lanes_destroy(&pp.l);
+	if (rc < 0)
+		return rc;
+	p->bytes = pp.bytes;
 	/* Count 0: from offset 0 to the end of the file. */
 	rc = nc_commit(r->client, &r->cred, &p->fh, 0, 0, cverf);
 	if (rc < 0)
 		return rc;
-	if (have_verf && memcmp(verf, cverf, sizeof(verf)) != 0)
-		changed = true;
-	*lost = changed && unstable;
+	if (pp.have_verf && memcmp(pp.verf, cverf, sizeof(cverf)) != 0)
+		pp.changed = true;
+	*lost = pp.changed && pp.unstable;
 	return 0;
 }
 
@@ -1013,10 +1193,6 @@ static int cmd_put(struct run *r, char **argv)
 	if (rc < 0)
 		goto out_close;
 	p.chunk = io_chunk(nc_client_wsize(r->client));
-	rc = -ENOMEM;
-	p.buf = malloc(p.chunk);
-	if (!p.buf)
-		goto out_close;
 	for (int pass = 0; pass < PUT_MAX_PASSES && lost; pass++) {
 		if (pass > 0) {
 			if (!p.seekable) {
@@ -1024,28 +1200,26 @@ static int cmd_put(struct run *r, char **argv)
 					r, -EIO,
 					"server restarted during put and "
 					"the input cannot be re-read");
-				goto out_free_buf;
+				goto out_close;
 			}
 			if (lseek(p.fd, p.start, SEEK_SET) < 0) {
 				rc = -errno;
 				r->what = argv[0];
-				goto out_free_buf;
+				goto out_close;
 			}
 			rc = put_truncate(r, &p);
 			if (rc < 0)
-				goto out_free_buf;
+				goto out_close;
 		}
 		rc = put_pass(r, &p, &lost);
 		if (rc < 0)
-			goto out_free_buf;
+			goto out_close;
 	}
 	if (lost)
 		rc = fail_detail(r, -EIO,
 				 "the server's write verifier changed "
 				 "in each of %d passes; giving up",
 				 PUT_MAX_PASSES);
-out_free_buf:
-	free(p.buf);
 out_close:
 	if (p.fd > STDIN_FILENO)
 		close(p.fd);
@@ -1280,7 +1454,7 @@ static void print_verbose(const struct run *r)
 
 struct sig_thread {
 	pthread_t thread;
-	task_t *task;
+	task_t *task, *lane_task;
 	sigset_t set;
 	_Atomic bool stop;
 	unsigned sigints; /* only the signal thread touches it */
@@ -1299,19 +1473,24 @@ static void *sig_main(void *arg)
 		if (atomic_load_explicit(&s->stop, memory_order_acquire))
 			break;
 		task_interrupt(s->task, TASK_INTR_NORMAL);
+		task_interrupt(s->lane_task, TASK_INTR_NORMAL);
 		/*
 		 * A second Ctrl-C is fatal, as SIGINT is to a process without
 		 * a handler: otherwise a hard, killable mount would ignore it.
 		 */
-		if (sig == SIGTERM || ++s->sigints > 1)
+		if (sig == SIGTERM || ++s->sigints > 1) {
 			task_interrupt(s->task, TASK_INTR_FATAL);
+			task_interrupt(s->lane_task, TASK_INTR_FATAL);
+		}
 	}
 	return NULL;
 }
 
-static int sig_thread_start(struct sig_thread *s, task_t *task)
+static int sig_thread_start(struct sig_thread *s, task_t *task,
+			    task_t *lane_task)
 {
 	s->task = task;
+	s->lane_task = lane_task;
 	atomic_init(&s->stop, false);
 	s->sigints = 0;
 	return -pthread_create(&s->thread, NULL, sig_main, s);
@@ -1469,13 +1648,15 @@ int main(int argc, char **argv)
 
 	attr.policy = r.policy;
 	r.task = task_create(&attr);
-	if (!r.task) {
+	attr.name = PROG " lane";
+	r.lane_task = r.task ? task_create(&attr) : NULL;
+	if (!r.task || !r.lane_task) {
 		fprintf(stderr, "%s: cannot create a task: %s\n", PROG,
 			strerror(errno));
 		return EXIT_FAIL;
 	}
 	task_enter(r.task);
-	rc = sig_thread_start(&sigs, r.task);
+	rc = sig_thread_start(&sigs, r.task, r.lane_task);
 	if (rc < 0) {
 		fprintf(stderr, "%s: cannot start the signal thread: %s\n",
 			PROG, strerror(-rc));
@@ -1491,5 +1672,6 @@ int main(int argc, char **argv)
 out_leave:
 	task_leave(r.task);
 	task_put(r.task);
+	task_put(r.lane_task);
 	return status;
 }

@@ -550,3 +550,58 @@ TEST_IMPL(mount_unreachable_server)
 	ASSERT_CONTAINS(log, "Connection refused");
 	return 0;
 }
+
+/*
+ * mount -t fuse.intrfs and an fstab line, through mount.fuse3: needs intrfs
+ * installed where mount(8) finds it (tests/run installs it).
+ */
+TEST_IMPL(mount_via_mount_command)
+{
+	char dir[] = "/tmp/intrfs-test-mnt.XXXXXX", src[600], cmd[2048],
+	     fstab[] = "/tmp/intrfs-test-fstab.XXXXXX", path[700];
+	struct srv s;
+	struct stat st;
+	FILE *f;
+	int fd;
+
+	srv_get(&s);
+	if (access("/usr/local/bin/intrfs", X_OK) != 0 &&
+	    access("/usr/bin/intrfs", X_OK) != 0)
+		TEST__FAIL("intrfs is not installed (meson install -C build): "
+			   "mount -t fuse.intrfs cannot find it");
+	snprintf(src, sizeof(src), "%s/viamount", s.export_dir);
+	mkdir(src, 0777);
+	ASSERT_NOT_NULL(mkdtemp(dir));
+	snprintf(cmd, sizeof(cmd),
+		 "mount -t fuse.intrfs %s:%s %s -o "
+		 "port=%u,mountport=%u,soft,timeo=50,noatime",
+		 s.server, src, dir, s.nfs_port, s.mount_port);
+	ASSERT_EQ(system(cmd), 0);
+	snprintf(path, sizeof(path), "%s/hello", dir);
+	write_file(path, "via mount", 9);
+	snprintf(path, sizeof(path), "%s/hello", src);
+	ASSERT_EQ(stat(path, &st), 0);
+	ASSERT_EQ(st.st_size, 9);
+	snprintf(cmd, sizeof(cmd), "umount %s", dir);
+	ASSERT_EQ(system(cmd), 0);
+
+	/* The same through an fstab line. */
+	fd = mkstemp(fstab);
+	ASSERT_GE(fd, 0);
+	f = fdopen(fd, "w");
+	ASSERT_NOT_NULL(f);
+	fprintf(f, "%s:%s %s fuse.intrfs port=%u,mountport=%u,hard,_netdev,"
+		   "noauto 0 0\n",
+		s.server, src, dir, s.nfs_port, s.mount_port);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), "mount -T %s %s", fstab, dir);
+	ASSERT_EQ(system(cmd), 0);
+	snprintf(path, sizeof(path), "%s/hello", dir);
+	ASSERT_EQ(stat(path, &st), 0);
+	ASSERT_EQ(st.st_size, 9);
+	snprintf(cmd, sizeof(cmd), "umount %s", dir);
+	ASSERT_EQ(system(cmd), 0);
+	unlink(fstab);
+	rmdir(dir);
+	return 0;
+}
