@@ -62,6 +62,7 @@ struct node {
 	 * interruptible wait, like a filesystem's mutex_lock_interruptible().
 	 */
 	task_mutex_t wlock;
+	_Atomic bool needs_sync; /* dirty or write_error, see ops.c */
 	struct extent *dirty, **dirty_tail;
 	size_t dirty_bytes;
 	bool has_verf;

@@ -32,6 +32,8 @@
 
 /* Conversions. */
 
+static void publish_sync_state(struct node *n);
+
 void attr_to_stat(const struct nc_attr *a, struct stat *st)
 {
 	memset(st, 0, sizeof(*st));
@@ -285,6 +287,7 @@ static int run_setattr(struct job *j)
 		trim_dirty(n, sa.size);
 		attr_to_stat(&a, &j->st);
 	}
+	publish_sync_state(n);
 	task_mutex_unlock(&n->wlock);
 	return rc;
 }
@@ -626,6 +629,29 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 
 /* write, flush, fsync, release */
 
+/*
+ * Whether a flush has anything to do, for the session thread to read
+ * without the lock: published at the end of each wlock section.
+ */
+static void publish_sync_state(struct node *n)
+{
+	atomic_store_explicit(&n->needs_sync, n->dirty || n->write_error,
+			      memory_order_release);
+}
+
+/*
+ * A flush or release with nothing uncommitted and no error to report is
+ * answered on the session thread: no task, no worker.  The writes of the
+ * closing file have all been answered before the kernel sends its flush, so
+ * their extents are published by then.
+ */
+static bool nothing_to_sync(fuse_req_t req, fuse_ino_t ino)
+{
+	struct node *n = node_of(FS(req), ino);
+
+	return !atomic_load_explicit(&n->needs_sync, memory_order_acquire);
+}
+
 static void drop_dirty(struct node *n)
 {
 	for (struct extent *e = n->dirty, *next; e; e = next) {
@@ -711,6 +737,7 @@ static int run_write(struct job *j)
 	FS_REGION_END(j->fs);
 	if (rc && rc != -EINTR)
 		n->write_error = rc;
+	publish_sync_state(n);
 	task_mutex_unlock(&n->wlock);
 	j->out_len = j->size;
 	return rc;
@@ -755,12 +782,17 @@ static int run_sync(struct job *j)
 		rc = n->write_error;
 		n->write_error = 0;
 	}
+	publish_sync_state(n);
 	task_mutex_unlock(&n->wlock);
 	return rc;
 }
 
 static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	if (nothing_to_sync(req, ino)) {
+		fuse_reply_err(req, 0);
+		return;
+	}
 	NEW_JOB(req, "flush", run_sync, reply_ok);
 	j->ino = ino;
 	copy_fi(j, fi);
@@ -791,6 +823,10 @@ static int run_release(struct job *j)
 static void op_release(fuse_req_t req, fuse_ino_t ino,
 		       struct fuse_file_info *fi)
 {
+	if (nothing_to_sync(req, ino)) {
+		fuse_reply_err(req, 0);
+		return;
+	}
 	NEW_JOB(req, "release", run_release, reply_ok);
 	j->ino = ino;
 	copy_fi(j, fi);
