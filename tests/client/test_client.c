@@ -474,7 +474,7 @@ static int stalled_getattr(const char *opts, unsigned resume_ms,
 	ctx_open(&x, opts);
 	rs.pid = x.env.ganesha;
 	rs.ms = resume_ms;
-	ASSERT_EQ(kill(x.env.ganesha, SIGSTOP), 0);
+	test_stop_process(x.env.ganesha);
 	if (resume_ms)
 		ASSERT_EQ(pthread_create(&th, NULL, resume_later, &rs), 0);
 	t0 = test_now_ns();

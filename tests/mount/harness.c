@@ -3,7 +3,6 @@
  */
 #include "harness.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -69,53 +68,13 @@ void srv_get(struct srv *s)
 	signal(SIGPIPE, SIG_IGN);
 }
 
-/* True when every thread of pid is stopped (state T in its stat). */
-static bool all_threads_stopped(pid_t pid)
-{
-	char path[320], buf[512];
-	struct dirent *de;
-	bool stopped = true;
-	DIR *d;
-
-	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
-	d = opendir(path);
-	if (!d)
-		return false;
-	while (stopped && (de = readdir(d))) {
-		const char *st;
-		ssize_t n;
-		int fd;
-
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/proc/%d/task/%s/stat", (int)pid,
-			 de->d_name);
-		fd = open(path, O_RDONLY);
-		if (fd < 0)
-			continue; /* the thread exited */
-		n = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-		buf[n > 0 ? n : 0] = '\0';
-		st = strrchr(buf, ')');
-		stopped = st && st[1] == ' ' && (st[2] == 'T' || st[2] == 't');
-	}
-	closedir(d);
-	return stopped;
-}
-
 /*
  * SIGSTOP returns before the server's threads have stopped: wait until they
  * all have, so that no request sent after this is answered.
  */
 void srv_stall(const struct srv *s)
 {
-	uint64_t end = test_now_ns() + 5000000000ull;
-
-	ASSERT_EQ(kill(s->ganesha, SIGSTOP), 0);
-	while (!all_threads_stopped(s->ganesha)) {
-		ASSERT_LT(test_now_ns(), end);
-		usleep(200);
-	}
+	test_stop_process(s->ganesha);
 }
 
 void srv_resume(const struct srv *s)

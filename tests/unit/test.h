@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 
 #define TEST_IMPL(name)                                                       \
 	int run_test_##name(void);                                            \
@@ -77,6 +78,8 @@
 /* Helpers shared by tests (runner.c). */
 uint64_t test_now_ns(void);
 void test_sleep_ms(unsigned ms);
+/* SIGSTOP, then wait until every thread of pid has stopped. */
+void test_stop_process(pid_t pid);
 /*
  * Runs fn(arg) in a forked child, collects what it wrote to stderr into
  * buf, and returns its wait status.
