@@ -805,6 +805,28 @@ static size_t io_chunk(unsigned size)
  */
 #define LANES 2
 
+/*
+ * The command runs in the region its mode asks for, as a FUSE request does
+ * in the daemon: killable (SIGINT waits for the server, a second one or
+ * SIGTERM ends the call), nointr (nothing does), intr (no region: any
+ * signal ends the call).  Each lane's task has its own.
+ */
+static void mode_region_begin(const struct run *r)
+{
+	if (r->opts.intr_mode == NC_KILLABLE)
+		region_begin_killable("intrfs-client: command (killable)");
+	else if (r->opts.intr_mode == NC_NOINTR)
+		region_begin_uninterruptible("intrfs-client: command (nointr)");
+}
+
+static void mode_region_end(const struct run *r)
+{
+	if (r->opts.intr_mode == NC_KILLABLE)
+		region_end_killable();
+	else if (r->opts.intr_mode == NC_NOINTR)
+		region_end_uninterruptible();
+}
+
 struct lanes {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -949,9 +971,12 @@ static void cat_lane_fn(void *job, unsigned index)
 static void *lane_helper_cat(void *arg)
 {
 	struct lane *ln = arg;
+	struct cat *c = ln->job;
 
 	task_enter(ln->task);
-	cat_lane(ln->job, ln->index);
+	mode_region_begin(c->r);
+	cat_lane(c, ln->index);
+	mode_region_end(c->r);
 	task_leave(ln->task);
 	return NULL;
 }
@@ -1069,9 +1094,12 @@ static void put_lane_fn(void *job, unsigned index)
 static void *lane_helper_put(void *arg)
 {
 	struct lane *ln = arg;
+	struct put_pass *pp = ln->job;
 
 	task_enter(ln->task);
-	put_lane(ln->job, ln->index);
+	mode_region_begin(pp->r);
+	put_lane(pp, ln->index);
+	mode_region_end(pp->r);
 	task_leave(ln->task);
 	return NULL;
 }
@@ -1664,7 +1692,9 @@ int main(int argc, char **argv)
 		goto out_leave;
 	}
 
+	mode_region_begin(&r);
 	status = run_command(&r, argc - optind, argv + optind);
+	mode_region_end(&r);
 
 	if (r.client)
 		nc_client_destroy(r.client);
