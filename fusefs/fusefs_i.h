@@ -145,33 +145,8 @@ struct job {
  * default), uninterruptible (nointr) or none (intr).  A macro, so that each
  * use is its own call site with its own reason.
  */
-#define FS_REGION_BEGIN(fs, why)                                              \
-	do {                                                                  \
-		switch ((fs)->nco.intr_mode) {                                \
-		case NC_KILLABLE:                                             \
-			region_begin_killable(why);                           \
-			break;                                                \
-		case NC_NOINTR:                                               \
-			region_begin_uninterruptible(why);                    \
-			break;                                                \
-		case NC_INTR:                                                 \
-			break;                                                \
-		}                                                             \
-	} while (0)
-
-#define FS_REGION_END(fs)                                                     \
-	do {                                                                  \
-		switch ((fs)->nco.intr_mode) {                                \
-		case NC_KILLABLE:                                             \
-			region_end_killable();                                \
-			break;                                                \
-		case NC_NOINTR:                                               \
-			region_end_uninterruptible();                         \
-			break;                                                \
-		case NC_INTR:                                                 \
-			break;                                                \
-		}                                                             \
-	} while (0)
+#define FS_REGION_BEGIN(fs, why) NC_MODE_REGION_BEGIN((fs)->nco.intr_mode, why)
+#define FS_REGION_END(fs) NC_MODE_REGION_END((fs)->nco.intr_mode)
 
 /* nodes.c */
 void nodes_init(struct intrfs *fs);

@@ -805,28 +805,6 @@ static size_t io_chunk(unsigned size)
  */
 #define LANES 2
 
-/*
- * The command runs in the region its mode asks for, as a FUSE request does
- * in the daemon: killable (SIGINT waits for the server, a second one or
- * SIGTERM ends the call), nointr (nothing does), intr (no region: any
- * signal ends the call).  Each lane's task has its own.
- */
-static void mode_region_begin(const struct run *r)
-{
-	if (r->opts.intr_mode == NC_KILLABLE)
-		region_begin_killable("intrfs-client: command (killable)");
-	else if (r->opts.intr_mode == NC_NOINTR)
-		region_begin_uninterruptible("intrfs-client: command (nointr)");
-}
-
-static void mode_region_end(const struct run *r)
-{
-	if (r->opts.intr_mode == NC_KILLABLE)
-		region_end_killable();
-	else if (r->opts.intr_mode == NC_NOINTR)
-		region_end_uninterruptible();
-}
-
 struct lanes {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -909,14 +887,16 @@ struct cat {
 	struct lanes l;
 };
 
+/* The second lane: its thread runs fn(job, 1) in its own task and region. */
 struct lane {
+	void (*fn)(void *job, unsigned index);
 	void *job;
-	unsigned index;
-	task_t *task; /* for the helper thread */
+	const struct run *r;
 };
 
-static void cat_lane(struct cat *c, unsigned index)
+static void cat_lane(void *job, unsigned index)
 {
+	struct cat *c = job;
 	char *buf = malloc(c->chunk);
 
 	if (!buf) {
@@ -949,36 +929,32 @@ static void cat_lane(struct cat *c, unsigned index)
 	free(buf);
 }
 
-static void run_lanes(struct run *r, void *(*helper)(void *), void *job,
-		      void (*lane_fn)(void *, unsigned), struct lanes *l)
+static void *lane_main(void *arg)
 {
-	struct lane second = {job, 1, r->lane_task};
+	struct lane *ln = arg;
+
+	task_enter(ln->r->lane_task);
+	NC_MODE_REGION_BEGIN(ln->r->opts.intr_mode,
+			     "intrfs-client: lane");
+	ln->fn(ln->job, 1);
+	NC_MODE_REGION_END(ln->r->opts.intr_mode);
+	task_leave(ln->r->lane_task);
+	return NULL;
+}
+
+/* Runs fn(job, 0) here and fn(job, 1) on a second thread, and waits. */
+static void run_lanes(struct run *r, void (*fn)(void *, unsigned), void *job,
+		      struct lanes *l)
+{
+	struct lane second = {fn, job, r};
 	pthread_t th;
 
-	if (pthread_create(&th, NULL, helper, &second) != 0) {
+	if (pthread_create(&th, NULL, lane_main, &second) != 0) {
 		lanes_fail(l, -EAGAIN, NULL);
 		return;
 	}
-	lane_fn(job, 0);
+	fn(job, 0);
 	pthread_join(th, NULL);
-}
-
-static void cat_lane_fn(void *job, unsigned index)
-{
-	cat_lane(job, index);
-}
-
-static void *lane_helper_cat(void *arg)
-{
-	struct lane *ln = arg;
-	struct cat *c = ln->job;
-
-	task_enter(ln->task);
-	mode_region_begin(c->r);
-	cat_lane(c, ln->index);
-	mode_region_end(c->r);
-	task_leave(ln->task);
-	return NULL;
 }
 
 static int cmd_cat(struct run *r, char **argv)
@@ -997,7 +973,7 @@ static int cmd_cat(struct run *r, char **argv)
 	c.chunk = io_chunk(nc_client_rsize(r->client));
 	c.out_blocks = !fd_never_blocks(STDOUT_FILENO);
 	lanes_init(&c.l);
-	run_lanes(r, lane_helper_cat, &c, cat_lane_fn, &c.l);
+	run_lanes(r, cat_lane, &c, &c.l);
 	rc = c.l.rc;
 	if (c.l.what)
 		r->what = c.l.what;
@@ -1034,8 +1010,9 @@ struct put_pass {
 	uint64_t bytes;
 };
 
-static void put_lane(struct put_pass *pp, unsigned index)
+static void put_lane(void *job, unsigned index)
 {
+	struct put_pass *pp = job;
 	struct put *p = pp->p;
 	char *buf = malloc(p->chunk);
 
@@ -1086,24 +1063,6 @@ static void put_lane(struct put_pass *pp, unsigned index)
 	free(buf);
 }
 
-static void put_lane_fn(void *job, unsigned index)
-{
-	put_lane(job, index);
-}
-
-static void *lane_helper_put(void *arg)
-{
-	struct lane *ln = arg;
-	struct put_pass *pp = ln->job;
-
-	task_enter(ln->task);
-	mode_region_begin(pp->r);
-	put_lane(pp, ln->index);
-	mode_region_end(pp->r);
-	task_leave(ln->task);
-	return NULL;
-}
-
 /*
  * Writes the whole input UNSTABLE and COMMITs it.  *lost is set when the
  * server's write verifier changed on the way (it restarted, and UNSTABLE
@@ -1117,7 +1076,7 @@ static int put_pass(struct run *r, struct put *p, bool *lost)
 
 	*lost = false;
 	lanes_init(&pp.l);
-	run_lanes(r, lane_helper_put, &pp, put_lane_fn, &pp.l);
+	run_lanes(r, put_lane, &pp, &pp.l);
 	rc = pp.l.rc;
 	if (pp.l.what)
 		r->what = pp.l.what;
@@ -1692,9 +1651,15 @@ int main(int argc, char **argv)
 		goto out_leave;
 	}
 
-	mode_region_begin(&r);
+	/*
+	 * The command runs in the region its mode asks for, as a FUSE request
+	 * does in the daemon: killable (SIGINT waits for the server, a second
+	 * one or SIGTERM ends the call), nointr (nothing does), intr (no
+	 * region: any signal ends the call).  Each lane's task has its own.
+	 */
+	NC_MODE_REGION_BEGIN(r.opts.intr_mode, "intrfs-client: command");
 	status = run_command(&r, argc - optind, argv + optind);
-	mode_region_end(&r);
+	NC_MODE_REGION_END(r.opts.intr_mode);
 
 	if (r.client)
 		nc_client_destroy(r.client);

@@ -48,6 +48,28 @@ enum nc_intr_mode {
 	NC_NOINTR,	 /* reply waits are uninterruptible */
 };
 
+/*
+ * The region a whole operation runs in, by mount mode: killable, none (intr)
+ * or uninterruptible.  The daemon wraps each FUSE request in it and
+ * intrfs-client each command; the transport's send region nests inside.
+ * Macros, so that each use is its own call site in the region stack.
+ */
+#define NC_MODE_REGION_BEGIN(mode, why)                                       \
+	do {                                                                  \
+		if ((mode) == NC_KILLABLE)                                    \
+			region_begin_killable(why);                           \
+		else if ((mode) == NC_NOINTR)                                 \
+			region_begin_uninterruptible(why);                    \
+	} while (0)
+
+#define NC_MODE_REGION_END(mode)                                              \
+	do {                                                                  \
+		if ((mode) == NC_KILLABLE)                                    \
+			region_end_killable();                                \
+		else if ((mode) == NC_NOINTR)                                 \
+			region_end_uninterruptible();                         \
+	} while (0)
+
 #define NC_MAX_IO (1u << 20)
 
 struct nc_opts {

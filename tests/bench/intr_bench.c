@@ -15,7 +15,8 @@
  * is open, wait until all its threads have stopped, and let it go on at
  * the end.  PREFIX=name replaces "intr"/"kill" in the names printed.
  */
-#include <dirent.h>
+#include "proc.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -43,28 +44,11 @@ static void on_sigint(int sig)
 	(void)sig;
 }
 
-/* True once pid sleeps inside a FUSE request. */
-static int in_fuse(pid_t pid)
-{
-	char path[64], w[128] = "";
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/wchan", (int)pid);
-	fd = open(path, O_RDONLY);
-	if (fd < 0)
-		return 0;
-	n = read(fd, w, sizeof(w) - 1);
-	close(fd);
-	w[n > 0 ? n : 0] = '\0';
-	return strstr(w, "fuse") || strstr(w, "request_wait");
-}
-
 static void wait_in_fuse(pid_t pid)
 {
 	uint64_t end = now_ns() + 10000000000ull;
 
-	while (!in_fuse(pid)) {
+	while (!proc_in_fuse(pid)) {
 		if (now_ns() > end) {
 			fprintf(stderr, "intr_bench: the read never blocked "
 					"in FUSE (is the server stalled?)\n");
@@ -119,39 +103,6 @@ static void print(const char *name, uint64_t *v, int n, double unit,
 	       (double)v[(n * 99) / 100 < n ? (n * 99) / 100 : n - 1] / unit);
 }
 
-static int all_stopped(pid_t pid)
-{
-	char path[320], buf[512];
-	struct dirent *de;
-	int stopped = 1;
-	DIR *d;
-
-	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
-	d = opendir(path);
-	if (!d)
-		return 0;
-	while (stopped && (de = readdir(d))) {
-		const char *st;
-		ssize_t n;
-		int fd;
-
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/proc/%d/task/%s/stat", (int)pid,
-			 de->d_name);
-		fd = open(path, O_RDONLY);
-		if (fd < 0)
-			continue;
-		n = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-		buf[n > 0 ? n : 0] = '\0';
-		st = strrchr(buf, ')');
-		stopped = st && (st[2] == 'T' || st[2] == 't');
-	}
-	closedir(d);
-	return stopped;
-}
-
 int main(int argc, char **argv)
 {
 	const char *stall = getenv("STALL_PID");
@@ -181,7 +132,7 @@ int main(int argc, char **argv)
 			perror("intr_bench: SIGSTOP");
 			return 1;
 		}
-		while (!all_stopped(stall_pid))
+		while (!proc_threads_stopped(stall_pid))
 			usleep(200);
 	}
 

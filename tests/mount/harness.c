@@ -2,6 +2,7 @@
  * The mount test harness (harness.h).
  */
 #include "harness.h"
+#include "proc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -384,18 +385,7 @@ void probe_wait_ready(struct probe *p)
 
 bool probe_blocked(const struct probe *p)
 {
-	char path[64], wchan[128] = "";
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/wchan", (int)p->pid);
-	fd = open(path, O_RDONLY);
-	if (fd < 0)
-		return false;
-	n = read(fd, wchan, sizeof(wchan) - 1);
-	close(fd);
-	wchan[n > 0 ? n : 0] = '\0';
-	return strstr(wchan, "fuse") || strstr(wchan, "request_wait");
+	return proc_in_fuse(p->pid);
 }
 
 bool probe_wait(struct probe *p, unsigned timeout_ms, struct probe_result *r,

@@ -98,7 +98,7 @@ void probe_wait_blocked(const struct probe *p);
 /* True if the child finished within timeout_ms (result in *r, if any). */
 bool probe_wait(struct probe *p, unsigned timeout_ms, struct probe_result *r,
 		int *status);
-/* Blocked in the kernel waiting on FUSE: /proc/PID/wchan or state D/S. */
+/* Blocked in the kernel waiting on FUSE (its /proc/PID/wchan). */
 bool probe_blocked(const struct probe *p);
 
 /* Files. */

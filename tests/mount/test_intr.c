@@ -258,6 +258,26 @@ static uint64_t latency_with(const struct mnt *m, const struct srv *s,
 	return lat;
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+#define LATENCY_ROUNDS 5
+
+static uint64_t median_latency(const struct mnt *m, const struct srv *s,
+			       unsigned blocked)
+{
+	uint64_t v[LATENCY_ROUNDS];
+
+	for (unsigned i = 0; i < LATENCY_ROUNDS; i++)
+		v[i] = latency_with(m, s, blocked);
+	qsort(v, LATENCY_ROUNDS, sizeof(v[0]), cmp_u64);
+	return v[LATENCY_ROUNDS / 2];
+}
+
 TEST_IMPL(intr_latency_1_vs_64)
 {
 	uint64_t one, many;
@@ -267,14 +287,19 @@ TEST_IMPL(intr_latency_1_vs_64)
 	srv_get(&s);
 	mnt_start(&m, &s, "hard,intr,actimeo=60");
 	prepare_file(&m, "victim", 'a');
-	one = latency_with(&m, &s, 1);
-	many = latency_with(&m, &s, 64);
-	fprintf(stderr, "kill -> EINTR: %.0f us with 1 blocked, %.0f us with "
-			"64 blocked\n",
-		(double)one / 1e3, (double)many / 1e3);
-	/* Bounds, not times: both well under the PROMPT_MS a test allows. */
-	ASSERT_LT(one, 100000000u);
-	ASSERT_LT(many, 100000000u);
+	one = median_latency(&m, &s, 1);
+	many = median_latency(&m, &s, 64);
+	fprintf(stderr, "kill -> EINTR, median of %d: %.0f us with 1 blocked, "
+			"%.0f us with 64 blocked\n",
+		LATENCY_ROUNDS, (double)one / 1e3, (double)many / 1e3);
+	/*
+	 * The same, within what a shared machine allows: a request that had
+	 * to wait for a worker another one holds would add whole milliseconds.
+	 */
+	if (many > 2 * one + 2000000u)
+		TEST__FAIL("64 blocked requests slow the interrupt down: %.0f us "
+			   "against %.0f us with one",
+			   (double)many / 1e3, (double)one / 1e3);
 	mnt_stop(&m);
 	return 0;
 }

@@ -11,8 +11,8 @@
  *   unit --list          print the test names
  */
 #include "test.h"
+#include "proc.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
@@ -54,40 +54,6 @@ uint64_t test_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* True when every thread of pid is stopped (state T in its stat). */
-static bool all_threads_stopped(pid_t pid)
-{
-	char path[320], buf[512];
-	struct dirent *de;
-	bool stopped = true;
-	DIR *d;
-
-	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
-	d = opendir(path);
-	if (!d)
-		return false;
-	while (stopped && (de = readdir(d))) {
-		const char *st;
-		ssize_t n;
-		int fd;
-
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/proc/%d/task/%s/stat", (int)pid,
-			 de->d_name);
-		fd = open(path, O_RDONLY);
-		if (fd < 0)
-			continue; /* the thread exited */
-		n = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-		buf[n > 0 ? n : 0] = '\0';
-		st = strrchr(buf, ')');
-		stopped = st && st[1] == ' ' && (st[2] == 'T' || st[2] == 't');
-	}
-	closedir(d);
-	return stopped;
-}
-
 /*
  * SIGSTOPs pid and waits until every thread of it has stopped: kill()
  * returns before they have, and a server thread still running would answer
@@ -98,7 +64,7 @@ void test_stop_process(pid_t pid)
 	uint64_t end = test_now_ns() + 5000000000ull;
 
 	ASSERT_EQ(kill(pid, SIGSTOP), 0);
-	while (!all_threads_stopped(pid)) {
+	while (!proc_threads_stopped(pid)) {
 		ASSERT_LT(test_now_ns(), end);
 		usleep(200);
 	}
