@@ -41,11 +41,17 @@ struct fs_opts {
 	char *logfile;
 };
 
-/* A file written UNSTABLE and not yet committed: kept to resend. */
+/*
+ * One write's data, kept until the server has it on stable storage: on
+ * node->sending while its WRITE is on the way, then on node->dirty, with
+ * the verifier of its reply, until a COMMIT with the same verifier.
+ */
 struct extent {
 	struct extent *next;
 	uint64_t off;
 	size_t len;
+	unsigned char verf[8]; /* of the WRITE reply */
+	bool resend;	       /* the verifier changed between its calls */
 	unsigned char data[];
 };
 
@@ -58,16 +64,23 @@ struct node {
 	struct node *hnext;  /* protected by fs->nodes_lock */
 
 	/*
-	 * Writes not yet committed, protected by wlock: a lock taken with an
-	 * interruptible wait, like a filesystem's mutex_lock_interruptible().
+	 * Write-behind state (ops.c), protected by wlock: a lock taken with
+	 * an interruptible wait, like a filesystem's mutex_lock_interruptible(),
+	 * and held only for list work, never across a call.  wcond is
+	 * broadcast whenever sending, busy or committing change.  clock
+	 * serialises COMMITs and truncates; it is taken before wlock.
 	 */
-	task_mutex_t wlock;
-	_Atomic bool needs_sync; /* dirty or write_error, see ops.c */
-	struct extent *dirty, **dirty_tail;
+	task_mutex_t wlock, clock;
+	task_cond_t wcond;
+	_Atomic bool needs_sync; /* anything for a flush to do, see ops.c */
+	struct extent *sending;	 /* WRITEs on the way */
+	unsigned nsending;
+	size_t sending_bytes;
+	unsigned busy;		 /* write jobs not finished with the node */
+	bool committing;	 /* a COMMIT holds extents off the list */
+	struct extent *dirty, **dirty_tail; /* written, not committed */
 	size_t dirty_bytes;
-	bool has_verf;
-	unsigned char verf[8]; /* of the first uncommitted WRITE */
-	int write_error;       /* to report at the next flush/fsync */
+	int write_error;	 /* to report at the next write/flush/fsync */
 };
 
 #define NODE_BUCKETS 4096
@@ -92,7 +105,7 @@ struct intrfs {
 	pthread_mutex_t pool_lock;
 	pthread_cond_t pool_cond;
 	struct job *queue_head, *queue_tail;
-	unsigned workers, idle, queued;
+	unsigned workers, idle, queued, running;
 	bool stopping;
 	pthread_cond_t pool_done;
 
@@ -133,6 +146,8 @@ struct job {
 	char *buf; /* write data (copied), read/readlink/readdir output */
 	struct stat attr;
 
+	bool replied;	    /* answered before run ended (write-behind) */
+
 	/* Results for reply(). */
 	struct fuse_entry_param entry;
 	struct stat st;
@@ -160,6 +175,11 @@ void node_forget(struct intrfs *fs, fuse_ino_t ino, uint64_t n);
 /* workers.c */
 int workers_start(struct intrfs *fs);
 void workers_stop(struct intrfs *fs);
+/*
+ * Waits up to timeout_s for every job to finish (write-behind among them);
+ * true when they have.
+ */
+bool workers_drain(struct intrfs *fs, unsigned timeout_s);
 /* Makes a job for req, with its task and credentials. */
 struct job *job_new(struct intrfs *fs, fuse_req_t req, const char *op,
 		    job_run_fn run, job_reply_fn reply);
@@ -167,6 +187,11 @@ struct job *job_new(struct intrfs *fs, fuse_req_t req, const char *op,
 void job_submit(struct job *j);
 /* A job that fails before it runs (ENOMEM copying its arguments). */
 void job_fail(struct job *j, int err);
+/*
+ * Answers j's request now, from inside run: the caller is done with it, no
+ * interrupt reaches the job any more, and run goes on in the background.
+ */
+void job_reply_early(struct job *j);
 
 /* ops.c */
 extern const struct fuse_lowlevel_ops intrfs_ops;

@@ -36,6 +36,8 @@
 #define HUNG_TIMEOUT 120
 #define MAX_WORKERS 512
 #define WBUF_MB 64
+/* How long an unmount waits for requests still in progress. */
+#define UNMOUNT_DRAIN_S 10
 
 static void usage(FILE *f)
 {
@@ -663,7 +665,16 @@ static int run(struct intrfs *fs, const struct cmdline *cl,
 	rc = fuse_session_loop_mt(fs->se, lc) < 0 ? -EIO : 0;
 	fuse_loop_cfg_destroy(lc);
 
-	/* Unmounted: calls still waiting for the server end now. */
+	/*
+	 * Unmounted.  Writes already answered are still owed to the server:
+	 * give them time, then end every call still waiting.
+	 */
+	if (!workers_drain(fs, UNMOUNT_DRAIN_S))
+		fprintf(stderr,
+			PROG ": server %s has not answered every request %d s "
+			     "after the unmount: giving up on them (written "
+			     "data may be lost)\n",
+			nc_client_server(fs->nc), UNMOUNT_DRAIN_S);
 	nc_client_shutdown(fs->nc);
 	if (dumper) {
 		atomic_store(&dumper_stop, true);

@@ -34,6 +34,8 @@ static void node_init(struct node *n, const struct nc_fh *fh, mode_t type)
 	n->fh = *fh;
 	n->type = type;
 	task_mutex_init(&n->wlock);
+	task_mutex_init(&n->clock);
+	task_cond_init(&n->wcond);
 	n->dirty = NULL;
 	n->dirty_tail = &n->dirty;
 }
@@ -54,6 +56,8 @@ static void node_free(struct node *n)
 		free(e);
 	}
 	task_mutex_destroy(&n->wlock);
+	task_mutex_destroy(&n->clock);
+	task_cond_destroy(&n->wcond);
 	free(n);
 }
 

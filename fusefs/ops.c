@@ -33,6 +33,8 @@
 /* Conversions. */
 
 static void publish_sync_state(struct node *n);
+static int wait_sent(struct node *n, uint64_t off, size_t len);
+static bool writes_on_way(struct node *n);
 
 void attr_to_stat(const struct nc_attr *a, struct stat *st)
 {
@@ -165,7 +167,21 @@ static int run_lookup(struct job *j)
 		j->entry.entry_timeout = j->fs->o.neg_timeout;
 		return 0;
 	}
-	return rc ? rc : fill_entry(j->fs, &e, &j->entry);
+	if (rc == 0)
+		rc = fill_entry(j->fs, &e, &j->entry);
+	if (rc == 0 && writes_on_way(node_of(j->fs, j->entry.ino))) {
+		/* The size the server gave may not have them yet. */
+		struct nc_attr a;
+
+		rc = wait_sent(node_of(j->fs, j->entry.ino), 0, 0);
+		if (rc == 0)
+			rc = nc_getattr(j->fs->nc, &j->cred, &e.fh, &a);
+		if (rc == 0)
+			attr_to_stat(&a, &j->entry.attr);
+		if (rc)
+			node_forget(j->fs, j->entry.ino, 1);
+	}
+	return rc;
 }
 
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -195,7 +211,10 @@ static void op_forget_multi(fuse_req_t req, size_t count,
 static int run_getattr(struct job *j)
 {
 	struct nc_attr a;
-	int rc = nc_getattr(j->fs->nc, &j->cred, fh_of(j, j->ino), &a);
+	int rc = wait_sent(node_of(j->fs, j->ino), 0, 0);
+
+	if (rc == 0)
+		rc = nc_getattr(j->fs->nc, &j->cred, fh_of(j, j->ino), &a);
 
 	if (rc == 0)
 		attr_to_stat(&a, &j->st);
@@ -272,23 +291,33 @@ static int run_setattr(struct job *j)
 		sa.mtime = j->attr.st_mtim;
 	}
 	if (!(sa.set & NC_SET_SIZE)) {
-		rc = nc_setattr(j->fs->nc, &j->cred, &n->fh, &sa, &a);
+		/* The attributes it returns include the size. */
+		rc = wait_sent(n, 0, 0);
+		if (rc == 0)
+			rc = nc_setattr(j->fs->nc, &j->cred, &n->fh, &sa, &a);
 		if (rc == 0)
 			attr_to_stat(&a, &j->st);
 		return rc;
 	}
 
-	/* A truncate must not be undone by a later resend of old data. */
-	rc = task_mutex_lock(&n->wlock, TASK_INTERRUPTIBLE, TASK_FOREVER);
+	/*
+	 * A truncate must not be undone by a write still on its way or by a
+	 * later resend of old data; no COMMIT holds extents meanwhile.
+	 */
+	rc = task_mutex_lock(&n->clock, TASK_INTERRUPTIBLE, TASK_FOREVER);
 	if (rc)
 		return rc;
-	rc = nc_setattr(j->fs->nc, &j->cred, &n->fh, &sa, &a);
+	rc = wait_sent(n, 0, 0);
+	if (rc == 0)
+		rc = nc_setattr(j->fs->nc, &j->cred, &n->fh, &sa, &a);
 	if (rc == 0) {
+		task_mutex_lock_nofail(&n->wlock);
 		trim_dirty(n, sa.size);
+		publish_sync_state(n);
+		task_mutex_unlock(&n->wlock);
 		attr_to_stat(&a, &j->st);
 	}
-	publish_sync_state(n);
-	task_mutex_unlock(&n->wlock);
+	task_mutex_unlock(&n->clock);
 	return rc;
 }
 
@@ -350,7 +379,21 @@ static int run_mknod(struct job *j)
 		rc = nc_mknod(j->fs->nc, &j->cred, fh_of(j, j->ino), j->name,
 			      j->mode & S_IFMT, major(j->rdev), minor(j->rdev),
 			      &sa, &e);
-	return rc ? rc : fill_entry(j->fs, &e, &j->entry);
+	if (rc == 0)
+		rc = fill_entry(j->fs, &e, &j->entry);
+	if (rc == 0 && writes_on_way(node_of(j->fs, j->entry.ino))) {
+		/* The size the server gave may not have them yet. */
+		struct nc_attr a;
+
+		rc = wait_sent(node_of(j->fs, j->entry.ino), 0, 0);
+		if (rc == 0)
+			rc = nc_getattr(j->fs->nc, &j->cred, &e.fh, &a);
+		if (rc == 0)
+			attr_to_stat(&a, &j->entry.attr);
+		if (rc)
+			node_forget(j->fs, j->entry.ino, 1);
+	}
+	return rc;
 }
 
 static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
@@ -371,7 +414,21 @@ static int run_mkdir(struct job *j)
 	int rc = nc_mkdir(j->fs->nc, &j->cred, fh_of(j, j->ino), j->name, &sa,
 			  &e);
 
-	return rc ? rc : fill_entry(j->fs, &e, &j->entry);
+	if (rc == 0)
+		rc = fill_entry(j->fs, &e, &j->entry);
+	if (rc == 0 && writes_on_way(node_of(j->fs, j->entry.ino))) {
+		/* The size the server gave may not have them yet. */
+		struct nc_attr a;
+
+		rc = wait_sent(node_of(j->fs, j->entry.ino), 0, 0);
+		if (rc == 0)
+			rc = nc_getattr(j->fs->nc, &j->cred, &e.fh, &a);
+		if (rc == 0)
+			attr_to_stat(&a, &j->entry.attr);
+		if (rc)
+			node_forget(j->fs, j->entry.ino, 1);
+	}
+	return rc;
 }
 
 static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
@@ -391,7 +448,21 @@ static int run_symlink(struct job *j)
 	int rc = nc_symlink(j->fs->nc, &j->cred, fh_of(j, j->ino), j->name,
 			    j->name2, &sa, &e);
 
-	return rc ? rc : fill_entry(j->fs, &e, &j->entry);
+	if (rc == 0)
+		rc = fill_entry(j->fs, &e, &j->entry);
+	if (rc == 0 && writes_on_way(node_of(j->fs, j->entry.ino))) {
+		/* The size the server gave may not have them yet. */
+		struct nc_attr a;
+
+		rc = wait_sent(node_of(j->fs, j->entry.ino), 0, 0);
+		if (rc == 0)
+			rc = nc_getattr(j->fs->nc, &j->cred, &e.fh, &a);
+		if (rc == 0)
+			attr_to_stat(&a, &j->entry.attr);
+		if (rc)
+			node_forget(j->fs, j->entry.ino, 1);
+	}
+	return rc;
 }
 
 static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
@@ -532,7 +603,21 @@ static int run_link(struct job *j)
 		rc = nc_lookup(j->fs->nc, &j->cred, fh_of(j, j->ino2), j->name,
 			       &e);
 	FS_REGION_END(j->fs);
-	return rc ? rc : fill_entry(j->fs, &e, &j->entry);
+	if (rc == 0)
+		rc = fill_entry(j->fs, &e, &j->entry);
+	if (rc == 0 && writes_on_way(node_of(j->fs, j->entry.ino))) {
+		/* The size the server gave may not have them yet. */
+		struct nc_attr a;
+
+		rc = wait_sent(node_of(j->fs, j->entry.ino), 0, 0);
+		if (rc == 0)
+			rc = nc_getattr(j->fs->nc, &j->cred, &e.fh, &a);
+		if (rc == 0)
+			attr_to_stat(&a, &j->entry.attr);
+		if (rc)
+			node_forget(j->fs, j->entry.ino, 1);
+	}
+	return rc;
 }
 
 static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
@@ -611,6 +696,11 @@ static int run_read(struct job *j)
 	j->buf = malloc(j->size ? j->size : 1);
 	if (!j->buf)
 		return -ENOMEM;
+	/* What was written there has been answered: it must be read back. */
+	rc = wait_sent(node_of(j->fs, j->ino), (uint64_t)j->off,
+		       j->size ? j->size : 1);
+	if (rc)
+		return rc;
 	rc = nc_pread(j->fs->nc, &j->cred, fh_of(j, j->ino), (uint64_t)j->off,
 		      j->size, j->buf, &j->out_len, &eof);
 	return rc;
@@ -630,20 +720,43 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 /* write, flush, fsync, release */
 
 /*
+ * Write-behind, as an NFS client does it: a write is answered once its
+ * WRITE calls have left whole (nc_pwrite_notify), while its job goes on in
+ * the background to take the server's reply, keep the data until it is
+ * committed, and COMMIT when a file's uncommitted data passes wbuf= MiB.
+ * Until the answer the job is the caller's request: it waits in the
+ * caller's task and region, and the record send, the seed's scenario, is
+ * the caller's.  A WRITE that fails after its answer is reported by the
+ * file's next write, flush or fsync.  O_DIRECT writes are answered after
+ * the reply, as Linux NFS answers them.
+ *
+ * Order and bounds: a write waits while an earlier one to an overlapping
+ * range is on its way (the server could apply them in either order) and
+ * while WB_MAX_CALLS writes or WB_MAX_MIB MiB of a file are.  What reads
+ * or reports the file's data or size waits for the writes on their way
+ * first: a read for those that overlap it, getattr, setattr and lookup for
+ * all, flush and fsync for every write job to finish with the file.
+ */
+#define WB_MAX_CALLS 16
+#define WB_MAX_MIB 16
+
+/*
  * Whether a flush has anything to do, for the session thread to read
  * without the lock: published at the end of each wlock section.
  */
 static void publish_sync_state(struct node *n)
 {
-	atomic_store_explicit(&n->needs_sync, n->dirty || n->write_error,
+	atomic_store_explicit(&n->needs_sync,
+			      n->dirty || n->write_error || n->busy ||
+				      n->committing,
 			      memory_order_release);
 }
 
 /*
- * A flush or release with nothing uncommitted and no error to report is
- * answered on the session thread: no task, no worker.  The writes of the
- * closing file have all been answered before the kernel sends its flush, so
- * their extents are published by then.
+ * A flush or release with nothing uncommitted, no write on its way and no
+ * error to report is answered on the session thread: no task, no worker.
+ * A write's job is busy on the node before the write is answered, so the
+ * kernel's flush, which comes after the answers, sees it.
  */
 static bool nothing_to_sync(fuse_req_t req, fuse_ino_t ino)
 {
@@ -652,91 +765,252 @@ static bool nothing_to_sync(fuse_req_t req, fuse_ino_t ino)
 	return !atomic_load_explicit(&n->needs_sync, memory_order_acquire);
 }
 
-static void drop_dirty(struct node *n)
+static bool writes_on_way(struct node *n)
 {
-	for (struct extent *e = n->dirty, *next; e; e = next) {
-		next = e->next;
-		free(e);
-	}
-	n->dirty = NULL;
-	n->dirty_tail = &n->dirty;
-	n->dirty_bytes = 0;
-	n->has_verf = false;
+	bool on;
+
+	if (!atomic_load_explicit(&n->needs_sync, memory_order_acquire))
+		return false;
+	task_mutex_lock_nofail(&n->wlock);
+	on = n->sending != NULL;
+	task_mutex_unlock(&n->wlock);
+	return on;
+}
+
+static bool overlaps(const struct extent *e, uint64_t off, size_t len)
+{
+	for (; e; e = e->next)
+		if (len == 0 || (e->off < off + len && off < e->off + e->len))
+			return true;
+	return false;
 }
 
 /*
- * The server lost what it had not committed: send every kept extent again,
- * FILE_SYNC so that no second commit is needed.  Called with n->wlock held.
+ * Waits until no write to [off, off+len) is on its way (len 0: none to
+ * the file at all).  Interruptible: the region decides.
  */
-static int resend_dirty(struct job *j, struct node *n)
+static int wait_sent(struct node *n, uint64_t off, size_t len)
 {
-	struct nc_write_res res;
-	int rc = 0;
+	int rc;
 
-	fprintf(stderr, "intrfs: server %s restarted (write verifier changed): "
-			"resending %zu uncommitted bytes of file %" PRIu64 "\n",
-		nc_client_server(j->fs->nc), n->dirty_bytes, n->fileid);
-	for (struct extent *e = n->dirty; e && rc == 0; e = e->next)
-		rc = nc_pwrite(j->fs->nc, &j->cred, &n->fh, e->off, e->len,
-			       e->data, NC_FILE_SYNC, &res);
-	if (rc == 0)
-		drop_dirty(n);
+	if (!atomic_load_explicit(&n->needs_sync, memory_order_acquire))
+		return 0;
+	rc = task_mutex_lock(&n->wlock, TASK_INTERRUPTIBLE, TASK_FOREVER);
+	if (rc)
+		return rc;
+	while (rc == 0 && overlaps(n->sending, off, len))
+		rc = task_cond_wait(&n->wcond, &n->wlock, TASK_INTERRUPTIBLE,
+				    TASK_FOREVER);
+	task_mutex_unlock(&n->wlock); /* held again, whatever the wait said */
 	return rc;
 }
 
-/* COMMIT what is kept; called with n->wlock held. */
+/* Waits until every write job has finished with the file. */
+static int wait_writes(struct node *n)
+{
+	int rc;
+
+	rc = task_mutex_lock(&n->wlock, TASK_INTERRUPTIBLE, TASK_FOREVER);
+	if (rc)
+		return rc;
+	while (rc == 0 && n->busy)
+		rc = task_cond_wait(&n->wcond, &n->wlock, TASK_INTERRUPTIBLE,
+				    TASK_FOREVER);
+	task_mutex_unlock(&n->wlock);
+	return rc;
+}
+
+static void free_extents(struct extent *e)
+{
+	for (struct extent *next; e; e = next) {
+		next = e->next;
+		free(e);
+	}
+}
+
+static void dirty_append(struct node *n, struct extent *e)
+{
+	e->next = NULL;
+	*n->dirty_tail = e;
+	n->dirty_tail = &e->next;
+	n->dirty_bytes += e->len;
+}
+
+/*
+ * Extents whose WRITE got another verifier than the COMMIT's were lost
+ * when the server restarted: they are sent again, FILE_SYNC, so that no
+ * second commit is needed.
+ */
+static int resend_lost(struct job *j, struct node *n, struct extent *batch,
+		       const unsigned char verf[8])
+{
+	struct nc_write_res res;
+	size_t bytes = 0;
+	int rc = 0;
+
+	for (struct extent *e = batch; e; e = e->next)
+		if (e->resend || memcmp(e->verf, verf, sizeof(e->verf)) != 0)
+			bytes += e->len;
+	if (!bytes)
+		return 0;
+	fprintf(stderr, "intrfs: server %s restarted (write verifier changed): "
+			"resending %zu uncommitted bytes of file %" PRIu64 "\n",
+		nc_client_server(j->fs->nc), bytes, n->fileid);
+	for (struct extent *e = batch; e && rc == 0; e = e->next)
+		if (e->resend || memcmp(e->verf, verf, sizeof(e->verf)) != 0)
+			rc = nc_pwrite(j->fs->nc, &j->cred, &n->fh, e->off,
+				       e->len, e->data, NC_FILE_SYNC, &res);
+	return rc;
+}
+
+/*
+ * COMMITs what has been written, and resends what the server lost.  The
+ * extents are taken off the list for the call, so writes go on meanwhile;
+ * on failure they go back, to be committed by a later flush.
+ */
 static int commit_dirty(struct job *j, struct node *n)
 {
 	unsigned char verf[8];
+	struct extent *batch, **tail;
+	size_t bytes;
 	int rc;
 
-	if (!n->dirty)
+	rc = task_mutex_lock(&n->clock, TASK_INTERRUPTIBLE, TASK_FOREVER);
+	if (rc)
+		return rc;
+	task_mutex_lock_nofail(&n->wlock);
+	batch = n->dirty;
+	tail = n->dirty_tail;
+	bytes = n->dirty_bytes;
+	n->dirty = NULL;
+	n->dirty_tail = &n->dirty;
+	n->dirty_bytes = 0;
+	n->committing = batch != NULL;
+	publish_sync_state(n);
+	task_mutex_unlock(&n->wlock);
+	if (!batch) {
+		task_mutex_unlock(&n->clock);
 		return 0;
+	}
+
 	FS_REGION_BEGIN(j->fs, "commit: COMMIT, resend if the server lost it");
 	rc = nc_commit(j->fs->nc, &j->cred, &n->fh, 0, 0, verf);
-	if (rc == 0 && memcmp(verf, n->verf, sizeof(verf)) != 0)
-		rc = resend_dirty(j, n);
-	else if (rc == 0)
-		drop_dirty(n);
+	if (rc == 0)
+		rc = resend_lost(j, n, batch, verf);
 	FS_REGION_END(j->fs);
+
+	task_mutex_lock_nofail(&n->wlock);
+	if (rc == 0) {
+		free_extents(batch);
+	} else {
+		/* Back at the head: still to be committed. */
+		*tail = n->dirty;
+		if (!n->dirty)
+			n->dirty_tail = tail;
+		n->dirty = batch;
+		n->dirty_bytes += bytes;
+	}
+	n->committing = false;
+	task_cond_broadcast(&n->wcond);
+	publish_sync_state(n);
+	task_mutex_unlock(&n->wlock);
+	task_mutex_unlock(&n->clock);
 	return rc;
+}
+
+static void write_sent(void *arg)
+{
+	job_reply_early(arg);
+}
+
+/* Takes e off n->sending; called with wlock held. */
+static void sending_remove(struct node *n, struct extent *e)
+{
+	for (struct extent **p = &n->sending; *p; p = &(*p)->next) {
+		if (*p == e) {
+			*p = e->next;
+			break;
+		}
+	}
+	n->nsending--;
+	n->sending_bytes -= e->len;
+}
+
+static bool wb_full(const struct node *n, size_t len)
+{
+	return n->nsending &&
+	       (n->nsending >= WB_MAX_CALLS ||
+		n->sending_bytes + len > (size_t)WB_MAX_MIB << 20);
 }
 
 static int run_write(struct job *j)
 {
 	struct node *n = node_of(j->fs, j->ino);
 	struct extent *e = (struct extent *)j->buf;
+	struct nc_sent_notify sent = {write_sent, j};
+	bool behind = !(j->fi.flags & O_DIRECT);
 	struct nc_write_res res;
+	bool commit;
 	int rc;
 
 	rc = task_mutex_lock(&n->wlock, TASK_INTERRUPTIBLE, TASK_FOREVER);
 	if (rc)
 		return rc;
-	FS_REGION_BEGIN(j->fs, "write: WRITE calls of one request");
-	rc = nc_pwrite(j->fs->nc, &j->cred, &n->fh, e->off, e->len, e->data,
-		       NC_UNSTABLE, &res);
-	if (rc == 0 && res.committed != NC_FILE_SYNC) {
-		bool lost = res.count != 0 && n->has_verf &&
-			    memcmp(res.verf, n->verf, sizeof(res.verf)) != 0;
-
-		/* Kept until committed: the extent moves to the node. */
-		j->buf = NULL;
-		e->next = NULL;
-		*n->dirty_tail = e;
-		n->dirty_tail = &e->next;
-		n->dirty_bytes += e->len;
-		if (!n->has_verf) {
-			memcpy(n->verf, res.verf, sizeof(n->verf));
-			n->has_verf = true;
+	/* In order after overlapping writes, and not too many at once. */
+	while (!n->write_error &&
+	       (overlaps(n->sending, e->off, e->len) || wb_full(n, e->len))) {
+		rc = task_cond_wait(&n->wcond, &n->wlock, TASK_INTERRUPTIBLE,
+				    TASK_FOREVER);
+		if (rc) {
+			task_mutex_unlock(&n->wlock);
+			return rc;
 		}
-		if (lost)
-			rc = resend_dirty(j, n);
-		else if (n->dirty_bytes >= (size_t)j->fs->o.wbuf_mb << 20)
-			rc = commit_dirty(j, n);
 	}
+	/* A write that failed after its answer fails the next one. */
+	if (n->write_error) {
+		rc = n->write_error;
+		task_mutex_unlock(&n->wlock);
+		return rc;
+	}
+	j->buf = NULL;
+	e->next = n->sending;
+	n->sending = e;
+	n->nsending++;
+	n->sending_bytes += e->len;
+	n->busy++;
+	publish_sync_state(n);
+	task_mutex_unlock(&n->wlock);
+
+	FS_REGION_BEGIN(j->fs, "write: WRITE calls of one request");
+	rc = nc_pwrite_notify(j->fs->nc, &j->cred, &n->fh, e->off, e->len,
+			      e->data, NC_UNSTABLE, &res,
+			      behind ? &sent : NULL);
 	FS_REGION_END(j->fs);
-	if (rc && rc != -EINTR)
+
+	task_mutex_lock_nofail(&n->wlock);
+	sending_remove(n, e);
+	if (rc == 0 && res.committed != NC_FILE_SYNC) {
+		/* Kept until committed. */
+		memcpy(e->verf, res.verf, sizeof(e->verf));
+		e->resend = res.verf_changed;
+		dirty_append(n, e);
+		e = NULL;
+	}
+	if (rc && j->replied)
+		n->write_error = rc; /* its caller was told it went well */
+	commit = rc == 0 && n->dirty_bytes >= (size_t)j->fs->o.wbuf_mb << 20;
+	task_cond_broadcast(&n->wcond);
+	task_mutex_unlock(&n->wlock);
+	free(e);
+
+	if (commit)
+		rc = commit_dirty(j, n);
+
+	task_mutex_lock_nofail(&n->wlock);
+	if (rc && j->replied && !n->write_error)
 		n->write_error = rc;
+	n->busy--;
+	task_cond_broadcast(&n->wcond);
 	publish_sync_state(n);
 	task_mutex_unlock(&n->wlock);
 	j->out_len = j->size;
@@ -756,10 +1030,12 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 
 	j->ino = ino;
 	j->size = size;
+	j->out_len = size;
 	j->off = off;
 	copy_fi(j, fi);
 	if (e) {
 		/* The request buffer is reused once this handler returns. */
+		memset(e, 0, sizeof(*e));
 		e->off = (uint64_t)off;
 		e->len = size;
 		memcpy(e->data, buf, size);
@@ -768,20 +1044,23 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 	submit(j, e != NULL);
 }
 
-/* flush and fsync: everything written is on stable storage, or an error. */
+/*
+ * flush and fsync: everything written is on stable storage, or an error.
+ * The error of a write that failed after its answer is reported once.
+ */
 static int run_sync(struct job *j)
 {
 	struct node *n = node_of(j->fs, j->ino);
 	int rc;
 
-	rc = task_mutex_lock(&n->wlock, TASK_INTERRUPTIBLE, TASK_FOREVER);
+	rc = wait_writes(n);
+	if (rc == 0)
+		rc = commit_dirty(j, n);
 	if (rc)
 		return rc;
-	rc = commit_dirty(j, n);
-	if (rc == 0 && n->write_error) {
-		rc = n->write_error;
-		n->write_error = 0;
-	}
+	task_mutex_lock_nofail(&n->wlock);
+	rc = n->write_error;
+	n->write_error = 0;
 	publish_sync_state(n);
 	task_mutex_unlock(&n->wlock);
 	return rc;
@@ -950,6 +1229,16 @@ static int run_readdir_common(struct job *j, bool plus)
 				rc = fill_entry(j->fs, &c->e, &e);
 				if (rc)
 					return rc;
+				/*
+				 * The size may not have the writes on their
+				 * way: the entry goes without attributes
+				 * (nodeid 0), and the kernel asks later.
+				 */
+				if (writes_on_way(node_of(j->fs, e.ino))) {
+					node_forget(j->fs, e.ino, 1);
+					e.ino = 0;
+					e.attr.st_mode = c->e.attr.mode & S_IFMT;
+				}
 			} else if (c->has_entry) {
 				e.attr.st_mode = c->e.attr.mode & S_IFMT;
 			}

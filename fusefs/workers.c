@@ -195,6 +195,16 @@ static void jobs_unlink(struct intrfs *fs, struct job *j)
 	pthread_mutex_unlock(&fs->jobs_lock);
 }
 
+void job_reply_early(struct job *j)
+{
+	fuse_req_interrupt_func(j->req, NULL, NULL);
+	jobs_unlink(j->fs, j);
+	/* What was raised before the answer must not cut what follows. */
+	task_flush_interrupts(j->task);
+	j->reply(j);
+	j->replied = true;
+}
+
 static void job_run(struct job *j)
 {
 	struct intrfs *fs = j->fs;
@@ -205,6 +215,8 @@ static void job_run(struct job *j)
 	rc = j->run(j);
 	FS_REGION_END(fs);
 	task_leave(j->task);
+	if (j->replied)
+		goto out;
 
 	/*
 	 * Unregistering takes the request's lock, so it waits for a callback
@@ -220,6 +232,7 @@ static void job_run(struct job *j)
 						  memory_order_relaxed);
 		fuse_reply_err(j->req, -rc);
 	}
+out:
 	job_free(j);
 }
 
@@ -251,12 +264,16 @@ static void *worker_main(void *arg)
 			break; /* stopping */
 		j = fs->queue_head;
 		fs->queued--;
+		fs->running++;
 		fs->queue_head = j->qnext;
 		if (!fs->queue_head)
 			fs->queue_tail = NULL;
 		pthread_mutex_unlock(&fs->pool_lock);
 		job_run(j);
 		pthread_mutex_lock(&fs->pool_lock);
+		fs->running--;
+		if (!fs->running && !fs->queue_head)
+			pthread_cond_broadcast(&fs->pool_done);
 	}
 out:
 	fs->workers--;
@@ -325,6 +342,23 @@ int workers_start(struct intrfs *fs)
 		spawn_worker(fs);
 	pthread_mutex_unlock(&fs->pool_lock);
 	return -pthread_create(&fs->watcher, NULL, watcher_main, fs);
+}
+
+bool workers_drain(struct intrfs *fs, unsigned timeout_s)
+{
+	struct timespec ts;
+	bool idle;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += timeout_s;
+	pthread_mutex_lock(&fs->pool_lock);
+	while ((fs->running || fs->queue_head) &&
+	       pthread_cond_timedwait(&fs->pool_done, &fs->pool_lock, &ts) !=
+		       ETIMEDOUT)
+		;
+	idle = !fs->running && !fs->queue_head;
+	pthread_mutex_unlock(&fs->pool_lock);
+	return idle;
 }
 
 void workers_stop(struct intrfs *fs)

@@ -85,6 +85,16 @@ int nc_xprt_call(struct nc_xprt *x, struct nc_rpc *r);
 int nc_xprt_batch(struct nc_xprt *x, struct nc_rpc *r, unsigned n);
 
 /*
+ * nc_xprt_batch(), and sent->fn(sent->arg) once, in the calling task, as
+ * soon as every call of the batch has been handed to the socket whole (or
+ * has its reply): from then on only the server's answer is missing (a
+ * retransmission resends the encoded record), and the batch goes on to
+ * wait for it.  Not called when a call fails before it is sent.
+ */
+int nc_xprt_batch_notify(struct nc_xprt *x, struct nc_rpc *r, unsigned n,
+			 const struct nc_sent_notify *sent);
+
+/*
  * Ends every call in flight and every later one with -ESHUTDOWN; the
  * transport stays allocated until nc_xprt_destroy().
  */

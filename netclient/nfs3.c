@@ -653,9 +653,11 @@ int nc_write(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
  * the last reply's verifier.  Nothing is sent for len 0 (res says FILE_SYNC:
  * there is nothing to commit).
  */
-int nc_pwrite(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
-	      uint64_t off, size_t len, const void *buf, enum nc_stable stable,
-	      struct nc_write_res *res)
+int nc_pwrite_notify(nc_client_t *c, const struct nc_cred *cr,
+		     const struct nc_fh *fh, uint64_t off, size_t len,
+		     const void *buf, enum nc_stable stable,
+		     struct nc_write_res *res,
+		     const struct nc_sent_notify *sent)
 {
 	struct write_call *calls = NULL;
 	struct nc_rpc *rpcs = NULL;
@@ -680,8 +682,9 @@ int nc_pwrite(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
 	rc = 0;
 	while (done < len && rc == 0) {
 		unsigned n = 0;
+		size_t at = done;
 
-		for (size_t at = done; at < len && n < max; n++) {
+		for (; at < len && n < max; n++) {
 			uint32_t count = (uint32_t)(len - at < c->wsize ?
 							    len - at :
 							    c->wsize);
@@ -690,7 +693,10 @@ int nc_pwrite(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
 						count, p + at, stable);
 			at += count;
 		}
-		nc_xprt_batch(c->nfs, rpcs, n);
+		/* The batch that reaches the end says when all has left. */
+		nc_xprt_batch_notify(c->nfs, rpcs, n, at == len ? sent : NULL);
+		if (at == len)
+			sent = NULL;
 		/*
 		 * In file order, as for reads: after a short write the rest
 		 * is sent again from where the server stopped.  One that
@@ -725,6 +731,13 @@ out_free:
 	free(rpcs);
 	free(calls);
 	return rc;
+}
+
+int nc_pwrite(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
+	      uint64_t off, size_t len, const void *buf, enum nc_stable stable,
+	      struct nc_write_res *res)
+{
+	return nc_pwrite_notify(c, cr, fh, off, len, buf, stable, res, NULL);
 }
 
 int nc_commit(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,

@@ -715,7 +715,18 @@ static bool all_done(struct nc_call *calls, unsigned n)
 	return true;
 }
 
-int nc_xprt_batch(struct nc_xprt *x, struct nc_rpc *rpcs, unsigned n)
+/* Every call has gone out whole at least once, or has its reply. */
+static bool all_sent(struct nc_call *calls, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (calls[i].state == CALL_UNSENT ||
+		    (calls[i].state == CALL_DONE && calls[i].rc != 0))
+			return false;
+	return true;
+}
+
+int nc_xprt_batch_notify(struct nc_xprt *x, struct nc_rpc *rpcs, unsigned n,
+			 const struct nc_sent_notify *sent)
 {
 	struct nc_waiter waiter = {0};
 	struct nc_call *calls;
@@ -766,6 +777,14 @@ int nc_xprt_batch(struct nc_xprt *x, struct nc_rpc *rpcs, unsigned n)
 			break;
 		if (all_done(calls, n))
 			break;
+		if (sent && all_sent(calls, n)) {
+			/* Once, and not under the lock: it may reply to FUSE. */
+			task_mutex_unlock(&x->lock);
+			sent->fn(sent->arg);
+			sent = NULL;
+			task_mutex_lock_nofail(&x->lock);
+			continue;
+		}
 		wake = next_deadline(calls, n);
 		if (rc == -EAGAIN && retry_at && retry_at < wake)
 			wake = retry_at;
@@ -828,6 +847,11 @@ int nc_xprt_batch(struct nc_xprt *x, struct nc_rpc *rpcs, unsigned n)
 	task_cond_destroy(&waiter.cond);
 	free(calls);
 	return first;
+}
+
+int nc_xprt_batch(struct nc_xprt *x, struct nc_rpc *rpcs, unsigned n)
+{
+	return nc_xprt_batch_notify(x, rpcs, n, NULL);
 }
 
 int nc_xprt_call(struct nc_xprt *x, struct nc_rpc *r)

@@ -284,6 +284,26 @@ int nc_pwrite(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
 	      uint64_t off, size_t len, const void *buf, enum nc_stable stable,
 	      struct nc_write_res *res);
 
+/*
+ * Told when a write has left: every byte handed to the socket, only the
+ * server's replies still due.  Write-behind answers its caller then.
+ */
+struct nc_sent_notify {
+	void (*fn)(void *arg);
+	void *arg;
+};
+
+/*
+ * nc_pwrite(), calling sent->fn once when the last of its calls has been
+ * sent whole (never, when it fails before that); it returns when the
+ * replies are in, as nc_pwrite() does.
+ */
+int nc_pwrite_notify(nc_client_t *c, const struct nc_cred *cr,
+		     const struct nc_fh *fh, uint64_t off, size_t len,
+		     const void *buf, enum nc_stable stable,
+		     struct nc_write_res *res,
+		     const struct nc_sent_notify *sent);
+
 int nc_commit(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
 	      uint64_t off, uint32_t count, unsigned char verf[8]);
 

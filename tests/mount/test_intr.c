@@ -9,6 +9,7 @@
 #include "harness.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -174,8 +175,18 @@ static void run_row(const struct row *row)
 	if (row->work == BLOCKED_SENDER)
 		for (unsigned i = 0; i < FILLERS; i++)
 			ASSERT(probe_wait(&fillers[i], 30000, NULL, NULL));
-	if (row->work != READER)
+	if (row->work != READER) {
+		/*
+		 * Writes answered before the signal may still be on their way
+		 * (write-behind): an fsync through the mount waits for them.
+		 */
+		int fd = open(mpath(&m, "victim"), O_WRONLY);
+
+		ASSERT_GE(fd, 0);
+		ASSERT_EQ(fsync(fd), 0);
+		ASSERT_EQ(close(fd), 0);
 		assert_intact(&m, "victim");
+	}
 	mnt_stop(&m);
 }
 

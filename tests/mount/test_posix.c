@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -478,6 +479,96 @@ TEST_IMPL(posix_error_at_close)
 	ASSERT_GE(fd, 0);
 	ASSERT_EQ(fsync(fd), 0);
 	ASSERT_EQ(close(fd), 0);
+	free(buf);
+	mnt_stop(&m);
+	return 0;
+}
+
+struct resume_later {
+	const struct srv *s;
+	unsigned ms;
+};
+
+static void *resume_main(void *arg)
+{
+	struct resume_later *r = arg;
+
+	test_sleep_ms(r->ms);
+	srv_resume(r->s);
+	return NULL;
+}
+
+/*
+ * Write-behind: with the server stopped, a write is answered once its
+ * WRITE has left, and the close waits for the server and then has it all
+ * on the export.  On a soft mount a WRITE that times out after its answer
+ * fails the next write and the close, with EIO.  An O_DIRECT write waits
+ * for its reply.
+ */
+TEST_IMPL(posix_write_behind)
+{
+	const size_t len = 1 << 20;
+	struct resume_later later;
+	char *buf = malloc(len), *dbuf;
+	uint64_t t0, took;
+	pthread_t th;
+	struct mnt m;
+	struct srv s;
+	int fd, err;
+	ssize_t rc;
+
+	ASSERT_NOT_NULL(buf);
+	memset(buf, 'b', len);
+	mnt_fresh(&m, &s, "hard");
+	fd = open(mpath(&m, "wb"), O_WRONLY | O_CREAT, 0644);
+	ASSERT_GE(fd, 0);
+	srv_stall(&s);
+	t0 = test_now_ns();
+	ASSERT_EQ(write(fd, buf, len), (ssize_t)len);
+	took = test_now_ns() - t0;
+	ASSERT_LT(took, 300000000u);
+	later = (struct resume_later){&s, 500};
+	ASSERT_EQ(pthread_create(&th, NULL, resume_main, &later), 0);
+	ASSERT_EQ(close(fd), 0);
+	took = test_now_ns() - t0;
+	pthread_join(th, NULL);
+	ASSERT_GE(took, 450000000u);
+	assert_same_bytes(lpath(&m, "wb"), buf, len);
+
+	/* O_DIRECT: answered with the reply, after the resume. */
+	ASSERT_EQ(posix_memalign((void **)&dbuf, 4096, len), 0);
+	memset(dbuf, 'd', len);
+	fd = open(mpath(&m, "wb"), O_WRONLY | O_DIRECT);
+	ASSERT_GE(fd, 0);
+	srv_stall(&s);
+	t0 = test_now_ns();
+	later = (struct resume_later){&s, 400};
+	ASSERT_EQ(pthread_create(&th, NULL, resume_main, &later), 0);
+	ASSERT_EQ(write(fd, dbuf, len), (ssize_t)len);
+	took = test_now_ns() - t0;
+	pthread_join(th, NULL);
+	ASSERT_GE(took, 350000000u);
+	ASSERT_EQ(close(fd), 0);
+	assert_same_bytes(lpath(&m, "wb"), dbuf, len);
+	free(dbuf);
+	mnt_stop(&m);
+
+	/* soft: the WRITE times out after its answer. */
+	mnt_fresh(&m, &s, "soft,timeo=5,retrans=1");
+	fd = open(mpath(&m, "wb"), O_WRONLY | O_CREAT, 0644);
+	ASSERT_GE(fd, 0);
+	srv_stall(&s);
+	ASSERT_EQ(write(fd, buf, len), (ssize_t)len);
+	test_sleep_ms(2000); /* 0.5 s then 1 s: timed out */
+	rc = write(fd, buf, len);
+	err = errno;
+	ASSERT_EQ(rc, -1);
+	ASSERT_EQ(err, EIO);
+	rc = close(fd);
+	err = errno;
+	srv_resume(&s);
+	ASSERT_EQ(rc, -1);
+	ASSERT_EQ(err, EIO);
 	free(buf);
 	mnt_stop(&m);
 	return 0;

@@ -162,6 +162,78 @@ TEST_IMPL(xprt_batch_in_flight)
 	return 0;
 }
 
+struct sent_seen {
+	unsigned calls;
+	uint64_t at_ns;
+};
+
+static void on_sent(void *arg)
+{
+	struct sent_seen *s = arg;
+
+	s->calls++;
+	s->at_ns = test_now_ns();
+}
+
+/*
+ * The sent notification comes once, as soon as the records are out and
+ * long before the replies (answered 300 ms late); the batch still returns
+ * with the replies.  A call that fails before it is sent never notifies.
+ */
+TEST_IMPL(xprt_batch_notify_sent)
+{
+	struct fake_rpc *f = fake_rpc_start(0);
+	struct nc_opts o = opts_of(NC_HARD, NC_KILLABLE, 600, 2);
+	struct nc_xstats st = {0};
+	task_t *t = enter_task(REGION_POLICY_REGION);
+	struct nc_xprt *x = make_xprt(fake_rpc_port(f), &o, &st);
+	struct sent_seen seen = {0};
+	struct nc_sent_notify sent = {on_sent, &seen};
+	struct blob in[4], out[4];
+	struct nc_rpc r[4];
+	uint64_t t0, took;
+
+	fake_rpc_set(f, FAKE_DELAY_MS, 300);
+	for (unsigned i = 0; i < 4; i++) {
+		in[i].len = 262144;
+		in[i].val = calloc(1, in[i].len);
+		out[i].val = NULL;
+		out[i].len = 0;
+		r[i] = (struct nc_rpc){FAKE_ECHO, NC_XDRPROC(xdr_blob), &in[i], NC_XDRPROC(xdr_blob),
+				       &out[i], NULL, 0, NULL};
+	}
+	t0 = test_now_ns();
+	ASSERT_EQ(nc_xprt_batch_notify(x, r, 4, &sent), 0);
+	took = test_now_ns() - t0;
+	ASSERT_EQ(seen.calls, 1);
+	ASSERT_LT(seen.at_ns - t0, 150000000u);
+	ASSERT_GE(took, 300000000u);
+	for (unsigned i = 0; i < 4; i++) {
+		ASSERT_EQ(out[i].len, in[i].len);
+		xdr_free(NC_XDRPROC(xdr_blob), &out[i]);
+	}
+	nc_xprt_destroy(x);
+	fake_rpc_stop(f);
+
+	/* Nobody listens: a soft call fails unsent, and says nothing. */
+	{
+		struct fake_rpc *gone = fake_rpc_start(0);
+		uint16_t port = fake_rpc_port(gone);
+
+		fake_rpc_stop(gone);
+		o = opts_of(NC_SOFT, NC_KILLABLE, 1, 0);
+		x = make_xprt(port, &o, &st);
+		seen.calls = 0;
+		ASSERT_NE(nc_xprt_batch_notify(x, r, 1, &sent), 0);
+		ASSERT_EQ(seen.calls, 0);
+		nc_xprt_destroy(x);
+	}
+	for (unsigned i = 0; i < 4; i++)
+		free(in[i].val);
+	leave_task(t);
+	return 0;
+}
+
 TEST_IMPL(xprt_retransmit_same_xid)
 {
 	struct fake_rpc *f = fake_rpc_start(0);
