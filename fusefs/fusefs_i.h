@@ -99,6 +99,7 @@ struct intrfs {
 
 	/* Jobs in flight, for the fatal-signal watcher; jobs_lock. */
 	pthread_mutex_t jobs_lock;
+	pthread_cond_t watch_cond; /* wakes the watcher; with jobs_lock */
 	struct job *jobs;
 
 	/* The worker pool (workers.c), protected by pool_lock. */
@@ -147,6 +148,11 @@ struct job {
 	struct stat attr;
 
 	bool replied;	    /* answered before run ended (write-behind) */
+	/*
+	 * Set by whoever answers the request: the worker, or the interrupt
+	 * path when it ends the request with EINTR itself.
+	 */
+	_Atomic bool answered;
 
 	/* Results for reply(). */
 	struct fuse_entry_param entry;

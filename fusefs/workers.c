@@ -9,15 +9,18 @@
  *
  * FUSE_INTERRUPT reaches on_interrupt() on a session thread.  The kernel
  * sends one per request, on the first signal, and none for a later SIGKILL,
- * so the callback raises a normal interrupt at once (an intr mount answers
- * EINTR without waiting for anything more) and then reads the caller's
- * /proc/<tid>/status: a pending SIGKILL makes it fatal.  While a job holds
- * a normal interrupt back (a killable region), the watcher thread keeps
- * reading the caller's status, and raises a fatal interrupt when a SIGKILL
- * comes.
+ * so the callback raises a normal interrupt at once and then, but on intr
+ * mounts where it changes nothing, reads the caller's /proc/<tid>/status:
+ * a pending SIGKILL makes it fatal.  While a job holds a normal interrupt
+ * back (a killable region), the watcher thread keeps reading the caller's
+ * status, and raises a fatal interrupt when a SIGKILL comes; with nothing
+ * held back it sleeps.  When the interrupt ends the task's current wait,
+ * the interrupt path answers EINTR itself, without waiting for the worker
+ * to wake (answer_eintr).
  *
- * Lock order: pool_lock and jobs_lock are leaves.  The interrupt callback
- * runs with libfuse's request lock held, and takes jobs_lock.
+ * Lock order: pool_lock is a leaf.  The interrupt callback runs with
+ * libfuse's request lock held and takes jobs_lock; the watcher answers a
+ * request (libfuse's session lock) with jobs_lock held.
  */
 #include "fusefs_i.h"
 
@@ -74,12 +77,29 @@ static bool caller_fatal(pid_t tid)
 	return (mask & (1ull << (SIGKILL - 1))) != 0;
 }
 
+/*
+ * The interrupt ends the request with EINTR whatever the worker does next:
+ * answer now rather than after the worker wakes, unless the worker got to
+ * the answer first.  Only when the task sits in a wait that this interrupt
+ * ends, so that an operation that has finished is not reported cut short.
+ */
+static void answer_eintr(struct job *j, enum task_intr kind)
+{
+	if (!task_wait_ends_on(j->task, kind) ||
+	    atomic_exchange(&j->answered, true))
+		return;
+	atomic_fetch_add_explicit(&j->fs->eintr_replies, 1,
+				  memory_order_relaxed);
+	fuse_reply_err(j->req, EINTR);
+}
+
 static void raise_fatal(struct job *j)
 {
 	atomic_fetch_or(&j->intr, TASK_INTR_FATAL);
 	atomic_fetch_add_explicit(&j->fs->fatal_interrupts, 1,
 				  memory_order_relaxed);
 	task_interrupt(j->task, TASK_INTR_FATAL);
+	answer_eintr(j, TASK_INTR_FATAL);
 }
 
 /* libfuse calls this with the request's lock held. */
@@ -90,14 +110,25 @@ static void on_interrupt(fuse_req_t req, void *data)
 	(void)req;
 	atomic_fetch_add_explicit(&j->fs->interrupts, 1, memory_order_relaxed);
 	atomic_fetch_or(&j->intr, TASK_INTR_NORMAL);
-	task_interrupt(j->task, TASK_INTR_NORMAL);
 	/*
-	 * On an intr mount nothing holds a normal interrupt back, so whether
-	 * it is fatal changes nothing: spare the interrupt path the read of
-	 * /proc.
+	 * On an intr mount nothing holds a normal interrupt back: answer
+	 * first, then stop the task's work; whether the signal is fatal
+	 * changes nothing, so the interrupt path spares the read of /proc.
 	 */
-	if (j->fs->nco.intr_mode != NC_INTR && caller_fatal(j->tid))
+	if (j->fs->nco.intr_mode == NC_INTR) {
+		answer_eintr(j, TASK_INTR_NORMAL);
+		task_interrupt(j->task, TASK_INTR_NORMAL);
+		return;
+	}
+	task_interrupt(j->task, TASK_INTR_NORMAL);
+	if (caller_fatal(j->tid)) {
 		raise_fatal(j);
+	} else {
+		/* Held back, perhaps: the watcher looks for a SIGKILL. */
+		pthread_mutex_lock(&j->fs->jobs_lock);
+		pthread_cond_signal(&j->fs->watch_cond);
+		pthread_mutex_unlock(&j->fs->jobs_lock);
+	}
 }
 
 static void *watcher_main(void *arg)
@@ -105,17 +136,29 @@ static void *watcher_main(void *arg)
 	struct intrfs *fs = arg;
 	struct timespec ts = {0, WATCH_INTERVAL_NS};
 
+	pthread_mutex_lock(&fs->jobs_lock);
 	while (!atomic_load(&fs->watcher_stop)) {
-		pthread_mutex_lock(&fs->jobs_lock);
+		unsigned held = 0;
+
 		for (struct job *j = fs->jobs; j; j = j->inext) {
 			/* Held back and not fatal yet: did a SIGKILL come? */
-			if (atomic_load(&j->intr) == TASK_INTR_NORMAL &&
-			    caller_fatal(j->tid))
+			if (atomic_load(&j->intr) != TASK_INTR_NORMAL)
+				continue;
+			if (caller_fatal(j->tid))
 				raise_fatal(j);
+			else
+				held++;
+		}
+		if (!held) {
+			/* Nothing held back: sleep until on_interrupt says. */
+			pthread_cond_wait(&fs->watch_cond, &fs->jobs_lock);
+			continue;
 		}
 		pthread_mutex_unlock(&fs->jobs_lock);
 		nanosleep(&ts, NULL);
+		pthread_mutex_lock(&fs->jobs_lock);
 	}
+	pthread_mutex_unlock(&fs->jobs_lock);
 	return NULL;
 }
 
@@ -197,6 +240,12 @@ static void jobs_unlink(struct intrfs *fs, struct job *j)
 
 void job_reply_early(struct job *j)
 {
+	if (atomic_exchange(&j->answered, true)) {
+		/* The interrupt answered EINTR; the work goes on regardless. */
+		jobs_unlink(j->fs, j);
+		j->replied = true;
+		return;
+	}
 	fuse_req_interrupt_func(j->req, NULL, NULL);
 	jobs_unlink(j->fs, j);
 	/* What was raised before the answer must not cut what follows. */
@@ -217,6 +266,11 @@ static void job_run(struct job *j)
 	task_leave(j->task);
 	if (j->replied)
 		goto out;
+	if (atomic_exchange(&j->answered, true)) {
+		/* The interrupt path answered EINTR: req is no longer ours. */
+		jobs_unlink(fs, j);
+		goto out;
+	}
 
 	/*
 	 * Unregistering takes the request's lock, so it waits for a callback
@@ -336,6 +390,7 @@ int workers_start(struct intrfs *fs)
 	pthread_cond_init(&fs->pool_cond, NULL);
 	pthread_cond_init(&fs->pool_done, NULL);
 	pthread_mutex_init(&fs->jobs_lock, NULL);
+	pthread_cond_init(&fs->watch_cond, NULL);
 	atomic_store(&fs->watcher_stop, false);
 	pthread_mutex_lock(&fs->pool_lock);
 	for (unsigned i = 0; i < MIN_IDLE; i++)
@@ -363,7 +418,10 @@ bool workers_drain(struct intrfs *fs, unsigned timeout_s)
 
 void workers_stop(struct intrfs *fs)
 {
+	pthread_mutex_lock(&fs->jobs_lock);
 	atomic_store(&fs->watcher_stop, true);
+	pthread_cond_signal(&fs->watch_cond);
+	pthread_mutex_unlock(&fs->jobs_lock);
 	pthread_join(fs->watcher, NULL);
 	pthread_mutex_lock(&fs->pool_lock);
 	fs->stopping = true;

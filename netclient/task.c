@@ -247,6 +247,17 @@ unsigned task_pending(const task_t *t)
 	return atomic_load_explicit(&t->pending, memory_order_acquire);
 }
 
+bool task_wait_ends_on(const task_t *t, enum task_intr kind)
+{
+	int eff;
+
+	if (!atomic_load_explicit(&t->wait_what, memory_order_acquire))
+		return false;
+	eff = atomic_load_explicit(&t->wait_eff, memory_order_relaxed);
+	return kind == TASK_INTR_FATAL ? eff <= TASK_KILLABLE :
+					 eff == TASK_INTERRUPTIBLE;
+}
+
 void task_flush_interrupts(task_t *t)
 {
 	atomic_store_explicit(&t->pending, 0, memory_order_relaxed);

@@ -283,6 +283,12 @@ void task_interrupt(task_t *t, enum task_intr kind);
 unsigned task_pending(const task_t *t);
 /* Forgets pending interrupts, as flush_signals() does. */
 void task_flush_interrupts(task_t *t);
+/*
+ * True when t is inside a wait that an interrupt of this kind ends now
+ * (for a caller that wants to answer for it at once); a snapshot, from any
+ * thread.
+ */
+bool task_wait_ends_on(const task_t *t, enum task_intr kind);
 
 /*
  * An interruptible point that does not block: -EINTR when an interrupt is
