@@ -3,7 +3,9 @@
  * session thread: copy the arguments into a job, submit it, return), a run
  * function (on a worker, inside the job's task and the mount mode's region:
  * the NFS calls) and a reply function (after the region: answer FUSE).
- * Only forget, which needs no network, is answered on the session thread.
+ * Forget, and a flush or release with nothing to do, are answered on the
+ * session thread; a write is answered from inside its run (write-behind,
+ * below).
  *
  * Operations that make several NFS calls for one request (a large write
  * split into WRITEs, a commit that must resend, create with a verifier and
@@ -13,9 +15,9 @@
  *
  * Writes go UNSTABLE and are kept (node->dirty) until a COMMIT says the
  * server has them on stable storage: at fsync, at flush (so close() reports
- * errors), and when a file's uncommitted data passes wbuf= MiB.  A changed
- * write verifier means the server restarted and lost them: they are sent
- * again, FILE_SYNC.
+ * errors), and when a file's uncommitted data passes wbuf= MiB.  A write
+ * whose verifier differs from the COMMIT's was lost when the server
+ * restarted: it is sent again, FILE_SYNC.
  */
 #include "fusefs_i.h"
 

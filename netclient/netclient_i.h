@@ -48,6 +48,14 @@ struct nc_rpc {
 	const struct nc_cred *cred; /* NULL: AUTH_NONE */
 	int rc;
 	struct nc_call *call; /* private to xprt.c */
+	/*
+	 * Bulk data sent without a copy: when tail_len is not 0, argp must
+	 * encode to arguments that end with an empty opaque<>, which carries
+	 * the tail_len bytes at tail instead.  They must stay put until the
+	 * call returns (a retransmission sends them again).
+	 */
+	const void *tail;
+	uint32_t tail_len;
 };
 
 /* The counters a transport keeps (struct nc_stats, as atomics). */
@@ -87,9 +95,9 @@ int nc_xprt_batch(struct nc_xprt *x, struct nc_rpc *r, unsigned n);
 /*
  * nc_xprt_batch(), and sent->fn(sent->arg) once, in the calling task, as
  * soon as every call of the batch has been handed to the socket whole (or
- * has its reply): from then on only the server's answer is missing (a
- * retransmission resends the encoded record), and the batch goes on to
- * wait for it.  Not called when a call fails before it is sent.
+ * has its reply): from then on only the server's answer is missing, and
+ * the batch goes on to wait for it.  Not called when a call fails before it
+ * is sent.
  */
 int nc_xprt_batch_notify(struct nc_xprt *x, struct nc_rpc *r, unsigned n,
 			 const struct nc_sent_notify *sent);

@@ -604,9 +604,15 @@ static struct nc_rpc write_prepare(struct write_call *wc,
 	wc->args.offset = off;
 	wc->args.count = count;
 	wc->args.stable = (stable_how)stable;
-	wc->args.data.data_len = count;
-	wc->args.data.data_val = (char *)buf; /* encoded only: no copy */
-	return NFS3_RPC(WRITE, &wc->args, &wc->res, cr);
+	struct nc_rpc r;
+
+	/* The data goes from buf to the socket: no copy into the record. */
+	wc->args.data.data_len = 0;
+	wc->args.data.data_val = NULL;
+	r = NFS3_RPC(WRITE, &wc->args, &wc->res, cr);
+	r.tail = buf;
+	r.tail_len = count;
+	return r;
 }
 
 /*

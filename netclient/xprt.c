@@ -38,6 +38,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 /* Record marking: the last-fragment bit and the length of a fragment. */
@@ -72,8 +73,10 @@ struct nc_call {
 	struct nc_rpc *rpc;
 	uint32_t xid;
 	struct nc_waiter *waiter;
-	unsigned char *rec; /* record mark + call message */
+	unsigned char *rec; /* record mark + call message but the tail */
 	size_t rec_len;
+	const unsigned char *tail; /* the rpc's tail, sent from where it is */
+	size_t tail_len;	   /* with its XDR padding */
 
 	/* Protected by xprt->lock. */
 	enum call_state state;
@@ -228,12 +231,33 @@ static int encode_call(struct nc_xprt *x, struct nc_call *call)
 		goto out_free_rec;
 	call->rec_len = 4 + xdr_getpos(&xdrs);
 	xdr_destroy(&xdrs);
+	if (r->tail_len) {
+		/*
+		 * The arguments end with an empty opaque<>: its length word
+		 * becomes the tail's, and the tail and its padding follow.
+		 */
+		uint32_t len;
+
+		memcpy(&len, call->rec + call->rec_len - 4, 4);
+		if (len != 0 || r->tail_len > NC_MAX_IO)
+			goto out_free_rec_only;
+		len = htonl(r->tail_len);
+		memcpy(call->rec + call->rec_len - 4, &len, 4);
+		call->tail = r->tail;
+		call->tail_len = (r->tail_len + 3) & ~3u;
+	}
 	{
-		uint32_t mark = htonl(RM_LAST | (uint32_t)(call->rec_len - 4));
+		uint32_t mark = htonl(RM_LAST | (uint32_t)(call->rec_len - 4 +
+							    call->tail_len));
 
 		memcpy(call->rec, &mark, 4);
 	}
 	return 0;
+
+out_free_rec_only:
+	free(call->rec);
+	call->rec = NULL;
+	return -EINVAL;
 
 out_free_rec:
 	xdr_destroy(&xdrs);
@@ -512,6 +536,39 @@ int nc_xprt_connect(struct nc_xprt *x)
 /* Sending. */
 
 /*
+ * Sends what is left of call's record from byte off on: the encoded part,
+ * then the tail from the caller's buffer, then the tail's padding.
+ */
+static ssize_t send_from(int fd, const struct nc_call *call, size_t off)
+{
+	static const unsigned char zeros[4];
+	const struct nc_rpc *r = call->rpc;
+	struct iovec iov[3];
+	struct msghdr msg = {0};
+	size_t pad = call->tail_len - r->tail_len;
+	int n = 0;
+
+	if (off < call->rec_len) {
+		iov[n++] = (struct iovec){call->rec + off, call->rec_len - off};
+		off = 0;
+	} else {
+		off -= call->rec_len;
+	}
+	if (off < r->tail_len) {
+		iov[n++] = (struct iovec){(void *)(call->tail + off),
+					  r->tail_len - off};
+		off = 0;
+	} else {
+		off -= r->tail_len;
+	}
+	if (off < pad)
+		iov[n++] = (struct iovec){(void *)(zeros + off), pad - off};
+	msg.msg_iov = iov;
+	msg.msg_iovlen = (size_t)n;
+	return sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+/*
  * Sends call's record whole on connection fd.  Called with send_lock held
  * and x->lock not held.  Returns 0; -EINTR when interrupted before the
  * first byte (nothing sent); -ECONNRESET when the connection broke or was
@@ -521,17 +578,16 @@ int nc_xprt_connect(struct nc_xprt *x)
 static int send_record(struct nc_xprt *x, struct nc_call *call, int fd,
 		       uint64_t deadline)
 {
+	size_t total = call->rec_len + call->tail_len, off = 0;
 	bool partial = false;
-	size_t off = 0;
 	int rc = 0;
 
-	while (off < call->rec_len) {
-		ssize_t n = send(fd, call->rec + off, call->rec_len - off,
-				 MSG_NOSIGNAL | MSG_DONTWAIT);
+	while (off < total) {
+		ssize_t n = send_from(fd, call, off);
 
 		if (n > 0) {
 			off += (size_t)n;
-			if (!partial && off < call->rec_len) {
+			if (!partial && off < total) {
 				/*
 				 * From here on the record must go out whole:
 				 * only a fatal interrupt may cut it, at the

@@ -83,7 +83,7 @@ static int echo(struct nc_xprt *x, size_t len)
 {
 	struct blob in = {malloc(len + 1), (u_int)len}, out = {NULL, 0};
 	struct nc_rpc r = {FAKE_ECHO, NC_XDRPROC(xdr_blob), &in, NC_XDRPROC(xdr_blob), &out, NULL, 0,
-			   NULL};
+			   NULL, NULL, 0};
 	int rc;
 
 	for (size_t i = 0; i < len; i++)
@@ -144,7 +144,7 @@ TEST_IMPL(xprt_batch_in_flight)
 		out[i].val = NULL;
 		out[i].len = 0;
 		r[i] = (struct nc_rpc){FAKE_ECHO, NC_XDRPROC(xdr_blob), &in[i], NC_XDRPROC(xdr_blob),
-				       &out[i], NULL, 0, NULL};
+				       &out[i], NULL, 0, NULL, NULL, 0};
 	}
 	t0 = test_now_ns();
 	ASSERT_EQ(nc_xprt_batch(x, r, 32), 0);
@@ -200,7 +200,7 @@ TEST_IMPL(xprt_batch_notify_sent)
 		out[i].val = NULL;
 		out[i].len = 0;
 		r[i] = (struct nc_rpc){FAKE_ECHO, NC_XDRPROC(xdr_blob), &in[i], NC_XDRPROC(xdr_blob),
-				       &out[i], NULL, 0, NULL};
+				       &out[i], NULL, 0, NULL, NULL, 0};
 	}
 	t0 = test_now_ns();
 	ASSERT_EQ(nc_xprt_batch_notify(x, r, 4, &sent), 0);
@@ -537,7 +537,7 @@ static void *sender_main(void *arg)
 	struct sender *s = arg;
 	struct blob in = {calloc(1, BIG_SEND), BIG_SEND};
 	struct nc_rpc r = {FAKE_SINK, NC_XDRPROC(xdr_blob), &in, NC_XDRPROC(xdr_void),
-			   NULL, NULL, 0, NULL};
+			   NULL, NULL, 0, NULL, NULL, 0};
 
 	task_enter(s->task);
 	if (s->sc->region == 'K')
