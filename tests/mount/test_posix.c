@@ -529,6 +529,25 @@ TEST_IMPL(posix_write_behind)
 	ASSERT_LT(took, 300000000u);
 	later = (struct resume_later){&s, 500};
 	ASSERT_EQ(pthread_create(&th, NULL, resume_main, &later), 0);
+	/*
+	 * What was answered is what a stat and an uncached read see: they
+	 * wait for the WRITE, they do not get the server's older view.
+	 */
+	{
+		struct stat st;
+		char *back;
+		int rfd;
+
+		ASSERT_EQ(stat(mpath(&m, "wb"), &st), 0);
+		ASSERT_EQ(st.st_size, (off_t)len);
+		ASSERT_EQ(posix_memalign((void **)&back, 4096, len), 0);
+		rfd = open(mpath(&m, "wb"), O_RDONLY | O_DIRECT);
+		ASSERT_GE(rfd, 0);
+		ASSERT_EQ(read(rfd, back, len), (ssize_t)len);
+		ASSERT(memcmp(back, buf, len) == 0);
+		ASSERT_EQ(close(rfd), 0);
+		free(back);
+	}
 	ASSERT_EQ(close(fd), 0);
 	took = test_now_ns() - t0;
 	pthread_join(th, NULL);
