@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -703,6 +704,13 @@ int main(int argc, char **argv)
 	char *server = NULL, *path = NULL;
 	struct stat st;
 	int rc;
+
+	/*
+	 * Every write's 1 MiB lives a few milliseconds: kept in the heap,
+	 * not mapped and unmapped (page faults and zeroing) each time.
+	 */
+	mallopt(M_MMAP_THRESHOLD, 4 * NC_MAX_IO);
+	mallopt(M_TRIM_THRESHOLD, 64 * NC_MAX_IO);
 
 	rc = parse_cmdline(argc, argv, &cl);
 	if (rc)

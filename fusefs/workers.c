@@ -39,6 +39,8 @@
 #define MIN_IDLE 4
 /* How often the watcher reads the status of callers that wait deferred. */
 #define WATCH_INTERVAL_NS 2000000l
+/* Room for /proc/<tid>/status, which is about 1.5 KiB. */
+#define STATUS_MAX 4096
 
 static uint64_t now_ns(void)
 {
@@ -51,30 +53,71 @@ static uint64_t now_ns(void)
 /* Interrupts. */
 
 /*
- * True when thread tid has a fatal signal pending: the kernel marks every
- * fatal signal by setting SIGKILL in the pending set of each thread.
+ * Reads /proc/<tid>/status into buf (NUL-terminated); false when the thread
+ * is gone or the read fails.  One open and one read: the file is about
+ * 1.5 KiB.
  */
-static bool caller_fatal(pid_t tid)
+static bool read_status(pid_t tid, char *buf, size_t len)
 {
-	char path[64], buf[2048];
-	unsigned long long mask;
-	const char *p;
+	char path[64];
 	ssize_t n;
 	int fd;
 
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return true; /* the caller is gone: nothing is waiting */
-	n = read(fd, buf, sizeof(buf) - 1);
+		return false;
+	n = read(fd, buf, len - 1);
 	close(fd);
 	if (n <= 0)
 		return false;
 	buf[n] = '\0';
+	return true;
+}
+
+/*
+ * True when thread tid has a fatal signal pending: the kernel marks every
+ * fatal signal by setting SIGKILL in the pending set of each thread.
+ */
+static bool caller_fatal(pid_t tid)
+{
+	char buf[STATUS_MAX];
+	unsigned long long mask;
+	const char *p;
+
+	if (!read_status(tid, buf, sizeof(buf)))
+		return true; /* the caller is gone: nothing is waiting */
 	p = strstr(buf, "\nSigPnd:");
 	if (!p || sscanf(p + 8, "%llx", &mask) != 1)
 		return false;
 	return (mask & (1ull << (SIGKILL - 1))) != 0;
+}
+
+/*
+ * The caller's supplementary groups, from the "Groups:" line of its status
+ * (what fuse_req_getgroups() reads too, in one pass here).  Returns how
+ * many, at most max; 0 when they cannot be read.
+ */
+static unsigned caller_groups(pid_t tid, uint32_t *groups, unsigned max)
+{
+	char buf[STATUS_MAX], *p, *end;
+	unsigned n = 0;
+
+	if (!read_status(tid, buf, sizeof(buf)))
+		return 0;
+	p = strstr(buf, "\nGroups:");
+	if (!p)
+		return 0;
+	p += 8;
+	while (n < max) {
+		unsigned long g = strtoul(p, &end, 10);
+
+		if (end == p)
+			break;
+		groups[n++] = (uint32_t)g;
+		p = end;
+	}
+	return n;
 }
 
 /*
@@ -169,9 +212,7 @@ struct job *job_new(struct intrfs *fs, fuse_req_t req, const char *op,
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	struct task_attr attr = {op, fs->o.policy, NULL};
-	gid_t groups[NC_MAX_GROUPS];
 	struct job *j;
-	int n;
 
 	j = calloc(1, sizeof(*j));
 	if (!j)
@@ -185,12 +226,8 @@ struct job *job_new(struct intrfs *fs, fuse_req_t req, const char *op,
 	j->cred.uid = ctx->uid;
 	j->cred.gid = ctx->gid;
 	/* Each caller acts as itself on the server, groups included. */
-	n = fuse_req_getgroups(req, NC_MAX_GROUPS, groups);
-	if (n > NC_MAX_GROUPS)
-		n = NC_MAX_GROUPS;
-	for (int i = 0; i < n; i++)
-		j->cred.groups[i] = groups[i];
-	j->cred.ngroups = n > 0 ? (unsigned)n : 0;
+	j->cred.ngroups = caller_groups(ctx->pid, j->cred.groups,
+					NC_MAX_GROUPS);
 	attr.data = j;
 	j->task = task_create(&attr);
 	if (!j->task) {
