@@ -464,9 +464,13 @@ TEST_IMPL(posix_error_at_close)
 	fd = open(mpath(&m, "f"), O_WRONLY | O_CREAT, 0644);
 	ASSERT_GE(fd, 0);
 	memset(buf, 'z', 1 << 20);
+	/*
+	 * From the write on: the write is answered once sent, and the soft
+	 * timeout of its WRITE (or of the COMMIT at close) runs from then.
+	 */
+	t0 = test_now_ns();
 	ASSERT_EQ(write(fd, buf, 1 << 20), 1 << 20);
 	srv_stall(&s);
-	t0 = test_now_ns();
 	rc = close(fd);
 	err = errno;
 	took = test_now_ns() - t0;
