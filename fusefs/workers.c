@@ -141,8 +141,9 @@ static void raise_fatal(struct job *j)
 	atomic_fetch_or(&j->intr, TASK_INTR_FATAL);
 	atomic_fetch_add_explicit(&j->fs->fatal_interrupts, 1,
 				  memory_order_relaxed);
-	task_interrupt(j->task, TASK_INTR_FATAL);
+	/* Answer while the wait is still there to see, then end it. */
 	answer_eintr(j, TASK_INTR_FATAL);
+	task_interrupt(j->task, TASK_INTR_FATAL);
 }
 
 /* libfuse calls this with the request's lock held. */
