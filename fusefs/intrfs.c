@@ -631,7 +631,7 @@ static int run(struct intrfs *fs, const struct cmdline *cl,
 		rc = -EIO;
 		goto out_destroy;
 	}
-	if (fuse_session_mount(fs->se, cl->mountpoint) < 0) {
+	if (fuse_session_mount(fs->se, fs->mountpoint) < 0) {
 		fprintf(stderr, PROG ": cannot mount on %s\n", cl->mountpoint);
 		rc = -EIO;
 		goto out_signals;
@@ -653,7 +653,7 @@ static int run(struct intrfs *fs, const struct cmdline *cl,
 	fprintf(stderr,
 		PROG ": mounted %s on %s (export %s, rsize %u, wsize %u, "
 		     "policy %s)\n",
-		fs->source, cl->mountpoint, nc_client_export(fs->nc),
+		fs->source, fs->mountpoint, nc_client_export(fs->nc),
 		nc_client_rsize(fs->nc), nc_client_wsize(fs->nc),
 		region_policy_name(fs->o.policy));
 	daemon_ready(0);
@@ -731,7 +731,10 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	fs.source = strdup(cl.source);
-	fs.mountpoint = strdup(cl.mountpoint);
+	/* Absolute: the daemon leaves its working directory. */
+	fs.mountpoint = realpath(cl.mountpoint, NULL);
+	if (!fs.mountpoint)
+		fs.mountpoint = strdup(cl.mountpoint);
 
 	if (!cl.foreground)
 		daemon_start();

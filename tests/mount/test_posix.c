@@ -626,6 +626,51 @@ TEST_IMPL(mount_bad_options)
 	return 0;
 }
 
+/* The mount's readahead window, as /sys/class/bdi shows it, in KiB. */
+static unsigned readahead_kb(const struct mnt *m)
+{
+	char path[96], buf[32];
+	struct stat st;
+	uint64_t end = test_now_ns() + 5000000000ull;
+	unsigned kb = 0;
+
+	ASSERT_EQ(stat(mpath(m, ""), &st), 0);
+	snprintf(path, sizeof(path), "/sys/class/bdi/%u:%u/read_ahead_kb",
+		 major(st.st_dev), minor(st.st_dev));
+	/* The daemon sets it just after INIT: give it a moment. */
+	for (;;) {
+		FILE *f = fopen(path, "r");
+
+		ASSERT_NOT_NULL(f);
+		ASSERT(fgets(buf, sizeof(buf), f) != NULL);
+		fclose(f);
+		kb = (unsigned)strtoul(buf, NULL, 10);
+		if (kb != 128 || test_now_ns() > end)
+			return kb;
+		test_sleep_ms(10);
+	}
+}
+
+/*
+ * Readahead of 15 READs of rsize, as Linux NFS sizes it, not the 128 KiB
+ * the kernel gives a FUSE mount: a sequential reader keeps the connection
+ * busy.
+ */
+TEST_IMPL(mount_readahead)
+{
+	struct mnt m;
+	struct srv s;
+
+	srv_get(&s);
+	mnt_start(&m, &s, "");
+	ASSERT_EQ(readahead_kb(&m), 15u * 1024);
+	mnt_stop(&m);
+	mnt_start(&m, &s, "rsize=65536");
+	ASSERT_EQ(readahead_kb(&m), 15u * 64);
+	mnt_stop(&m);
+	return 0;
+}
+
 TEST_IMPL(mount_unreachable_server)
 {
 	char log[8192];
