@@ -85,6 +85,29 @@ static struct nc_fh *fh_of(struct job *j, fuse_ino_t ino)
 	return &node_of(j->fs, ino)->fh;
 }
 
+/*
+ * j->entry for a name the server just gave a handle for.  When writes to
+ * that file are still on their way (write-behind) the size it gave may not
+ * have them yet: wait for them and ask again.
+ */
+static int job_entry(struct job *j, const struct nc_entry *e)
+{
+	struct nc_attr a;
+	struct node *n;
+	int rc = fill_entry(j->fs, e, &j->entry);
+
+	if (rc || !writes_on_way(n = node_of(j->fs, j->entry.ino)))
+		return rc;
+	rc = wait_sent(n, 0, 0);
+	if (rc == 0)
+		rc = nc_getattr(j->fs->nc, &j->cred, &e->fh, &a);
+	if (rc == 0)
+		attr_to_stat(&a, &j->entry.attr);
+	else
+		node_forget(j->fs, j->entry.ino, 1);
+	return rc;
+}
+
 static void reply_entry(struct job *j)
 {
 	fuse_reply_entry(j->req, &j->entry);
@@ -213,21 +236,7 @@ static int run_lookup(struct job *j)
 		j->entry.entry_timeout = j->fs->o.neg_timeout;
 		return 0;
 	}
-	if (rc == 0)
-		rc = fill_entry(j->fs, &e, &j->entry);
-	if (rc == 0 && writes_on_way(node_of(j->fs, j->entry.ino))) {
-		/* The size the server gave may not have them yet. */
-		struct nc_attr a;
-
-		rc = wait_sent(node_of(j->fs, j->entry.ino), 0, 0);
-		if (rc == 0)
-			rc = nc_getattr(j->fs->nc, &j->cred, &e.fh, &a);
-		if (rc == 0)
-			attr_to_stat(&a, &j->entry.attr);
-		if (rc)
-			node_forget(j->fs, j->entry.ino, 1);
-	}
-	return rc;
+	return rc ? rc : job_entry(j, &e);
 }
 
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -425,21 +434,7 @@ static int run_mknod(struct job *j)
 		rc = nc_mknod(j->fs->nc, &j->cred, fh_of(j, j->ino), j->name,
 			      j->mode & S_IFMT, major(j->rdev), minor(j->rdev),
 			      &sa, &e);
-	if (rc == 0)
-		rc = fill_entry(j->fs, &e, &j->entry);
-	if (rc == 0 && writes_on_way(node_of(j->fs, j->entry.ino))) {
-		/* The size the server gave may not have them yet. */
-		struct nc_attr a;
-
-		rc = wait_sent(node_of(j->fs, j->entry.ino), 0, 0);
-		if (rc == 0)
-			rc = nc_getattr(j->fs->nc, &j->cred, &e.fh, &a);
-		if (rc == 0)
-			attr_to_stat(&a, &j->entry.attr);
-		if (rc)
-			node_forget(j->fs, j->entry.ino, 1);
-	}
-	return rc;
+	return rc ? rc : job_entry(j, &e);
 }
 
 static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
@@ -460,21 +455,7 @@ static int run_mkdir(struct job *j)
 	int rc = nc_mkdir(j->fs->nc, &j->cred, fh_of(j, j->ino), j->name, &sa,
 			  &e);
 
-	if (rc == 0)
-		rc = fill_entry(j->fs, &e, &j->entry);
-	if (rc == 0 && writes_on_way(node_of(j->fs, j->entry.ino))) {
-		/* The size the server gave may not have them yet. */
-		struct nc_attr a;
-
-		rc = wait_sent(node_of(j->fs, j->entry.ino), 0, 0);
-		if (rc == 0)
-			rc = nc_getattr(j->fs->nc, &j->cred, &e.fh, &a);
-		if (rc == 0)
-			attr_to_stat(&a, &j->entry.attr);
-		if (rc)
-			node_forget(j->fs, j->entry.ino, 1);
-	}
-	return rc;
+	return rc ? rc : job_entry(j, &e);
 }
 
 static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
@@ -494,21 +475,7 @@ static int run_symlink(struct job *j)
 	int rc = nc_symlink(j->fs->nc, &j->cred, fh_of(j, j->ino), j->name,
 			    j->name2, &sa, &e);
 
-	if (rc == 0)
-		rc = fill_entry(j->fs, &e, &j->entry);
-	if (rc == 0 && writes_on_way(node_of(j->fs, j->entry.ino))) {
-		/* The size the server gave may not have them yet. */
-		struct nc_attr a;
-
-		rc = wait_sent(node_of(j->fs, j->entry.ino), 0, 0);
-		if (rc == 0)
-			rc = nc_getattr(j->fs->nc, &j->cred, &e.fh, &a);
-		if (rc == 0)
-			attr_to_stat(&a, &j->entry.attr);
-		if (rc)
-			node_forget(j->fs, j->entry.ino, 1);
-	}
-	return rc;
+	return rc ? rc : job_entry(j, &e);
 }
 
 static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
@@ -649,21 +616,7 @@ static int run_link(struct job *j)
 		rc = nc_lookup(j->fs->nc, &j->cred, fh_of(j, j->ino2), j->name,
 			       &e);
 	FS_REGION_END(j->fs);
-	if (rc == 0)
-		rc = fill_entry(j->fs, &e, &j->entry);
-	if (rc == 0 && writes_on_way(node_of(j->fs, j->entry.ino))) {
-		/* The size the server gave may not have them yet. */
-		struct nc_attr a;
-
-		rc = wait_sent(node_of(j->fs, j->entry.ino), 0, 0);
-		if (rc == 0)
-			rc = nc_getattr(j->fs->nc, &j->cred, &e.fh, &a);
-		if (rc == 0)
-			attr_to_stat(&a, &j->entry.attr);
-		if (rc)
-			node_forget(j->fs, j->entry.ino, 1);
-	}
-	return rc;
+	return rc ? rc : job_entry(j, &e);
 }
 
 static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,

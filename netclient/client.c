@@ -942,19 +942,29 @@ static void *lane_main(void *arg)
 	return NULL;
 }
 
-/* Runs fn(job, 0) here and fn(job, 1) on a second thread, and waits. */
-static void run_lanes(struct run *r, void (*fn)(void *, unsigned), void *job,
-		      struct lanes *l)
+/*
+ * Runs fn(job, 0) here and fn(job, 1) on a second thread sharing l, waits,
+ * and returns the lanes' result (what failed goes to r->what).
+ */
+static int run_lanes(struct run *r, void (*fn)(void *, unsigned), void *job,
+		     struct lanes *l)
 {
 	struct lane second = {fn, job, r};
 	pthread_t th;
+	int rc;
 
+	lanes_init(l);
 	if (pthread_create(&th, NULL, lane_main, &second) != 0) {
 		lanes_fail(l, -EAGAIN, NULL);
-		return;
+	} else {
+		fn(job, 0);
+		pthread_join(th, NULL);
 	}
-	fn(job, 0);
-	pthread_join(th, NULL);
+	rc = l->rc;
+	if (l->what)
+		r->what = l->what;
+	lanes_destroy(l);
+	return rc;
 }
 
 static int cmd_cat(struct run *r, char **argv)
@@ -972,13 +982,7 @@ static int cmd_cat(struct run *r, char **argv)
 		return rc;
 	c.chunk = io_chunk(nc_client_rsize(r->client));
 	c.out_blocks = !fd_never_blocks(STDOUT_FILENO);
-	lanes_init(&c.l);
-	run_lanes(r, cat_lane, &c, &c.l);
-	rc = c.l.rc;
-	if (c.l.what)
-		r->what = c.l.what;
-	lanes_destroy(&c.l);
-	return rc;
+	return run_lanes(r, cat_lane, &c, &c.l);
 }
 
 /* put */
@@ -1075,12 +1079,7 @@ static int put_pass(struct run *r, struct put *p, bool *lost)
 	int rc;
 
 	*lost = false;
-	lanes_init(&pp.l);
-	run_lanes(r, put_lane, &pp, &pp.l);
-	rc = pp.l.rc;
-	if (pp.l.what)
-		r->what = pp.l.what;
-	lanes_destroy(&pp.l);
+	rc = run_lanes(r, put_lane, &pp, &pp.l);
 	if (rc < 0)
 		return rc;
 	p->bytes = pp.bytes;

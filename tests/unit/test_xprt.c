@@ -78,12 +78,21 @@ static void leave_task(task_t *t)
 	task_put(t);
 }
 
+/* An ECHO call of in, its reply into out. */
+static struct nc_rpc echo_rpc(struct blob *in, struct blob *out)
+{
+	return (struct nc_rpc){.proc = FAKE_ECHO,
+			       .xargs = NC_XDRPROC(xdr_blob),
+			       .argp = in,
+			       .xres = NC_XDRPROC(xdr_blob),
+			       .resp = out};
+}
+
 /* An ECHO of len bytes; checks the bytes that come back. */
 static int echo(struct nc_xprt *x, size_t len)
 {
 	struct blob in = {malloc(len + 1), (u_int)len}, out = {NULL, 0};
-	struct nc_rpc r = {FAKE_ECHO, NC_XDRPROC(xdr_blob), &in, NC_XDRPROC(xdr_blob), &out, NULL, 0,
-			   NULL, NULL, 0};
+	struct nc_rpc r = echo_rpc(&in, &out);
 	int rc;
 
 	for (size_t i = 0; i < len; i++)
@@ -144,10 +153,10 @@ TEST_IMPL(xprt_tail_sizes)
 		data[i] = (char)(i * 13 + 1);
 	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
 		struct blob in = {NULL, 0}, out = {NULL, 0};
-		struct nc_rpc r = {FAKE_ECHO, NC_XDRPROC(xdr_blob), &in,
-				   NC_XDRPROC(xdr_blob), &out, NULL, 0, NULL,
-				   data, (uint32_t)sizes[i]};
+		struct nc_rpc r = echo_rpc(&in, &out);
 
+		r.tail = data;
+		r.tail_len = (uint32_t)sizes[i];
 		ASSERT_EQ(nc_xprt_call(x, &r), 0);
 		ASSERT_EQ(out.len, sizes[i]);
 		ASSERT(memcmp(out.val, data, sizes[i]) == 0);
@@ -181,8 +190,7 @@ TEST_IMPL(xprt_batch_in_flight)
 		memset(in[i].val, (int)i, 8);
 		out[i].val = NULL;
 		out[i].len = 0;
-		r[i] = (struct nc_rpc){FAKE_ECHO, NC_XDRPROC(xdr_blob), &in[i], NC_XDRPROC(xdr_blob),
-				       &out[i], NULL, 0, NULL, NULL, 0};
+		r[i] = echo_rpc(&in[i], &out[i]);
 	}
 	t0 = test_now_ns();
 	ASSERT_EQ(nc_xprt_batch(x, r, 32), 0);
@@ -237,8 +245,7 @@ TEST_IMPL(xprt_batch_notify_sent)
 		in[i].val = calloc(1, in[i].len);
 		out[i].val = NULL;
 		out[i].len = 0;
-		r[i] = (struct nc_rpc){FAKE_ECHO, NC_XDRPROC(xdr_blob), &in[i], NC_XDRPROC(xdr_blob),
-				       &out[i], NULL, 0, NULL, NULL, 0};
+		r[i] = echo_rpc(&in[i], &out[i]);
 	}
 	t0 = test_now_ns();
 	ASSERT_EQ(nc_xprt_batch_notify(x, r, 4, &sent), 0);
