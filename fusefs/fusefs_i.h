@@ -9,9 +9,9 @@
  * then replies.  So the session threads never wait for the network and an
  * INTERRUPT is read and routed however many requests are stuck.
  *
- * Lock order: a node's wlock (a task mutex, taken interruptibly) before
- * fs->nodes_lock and fs->jobs_lock, which are leaves held for a few
- * instructions.
+ * Lock order: a node's clock before its wlock (task mutexes, taken
+ * interruptibly), before fs->nodes_lock, fs->jobs_lock and fs->notify_lock,
+ * which are leaves held for a few instructions.
  */
 #ifndef INTRFS_FUSEFS_I_H
 #define INTRFS_FUSEFS_I_H
@@ -55,13 +55,44 @@ struct extent {
 	unsigned char data[];
 };
 
+struct access_entry;
+
 struct node {
 	fuse_ino_t ino;	     /* FUSE nodeid: the node's address, or 1 */
 	struct nc_fh fh;
 	uint64_t fileid;
 	mode_t type;	     /* S_IFMT bits */
-	uint64_t nlookup;    /* protected by fs->nodes_lock */
-	struct node *hnext;  /* protected by fs->nodes_lock */
+
+	/*
+	 * Protected by fs->nodes_lock.  A node lives while the kernel holds
+	 * lookups on it, a file handle is open on it, or a job has it pinned
+	 * (node_pin); the last of node_forget(), node_close() and
+	 * node_unpin() frees it.
+	 */
+	uint64_t nlookup;
+	unsigned opens;	     /* FUSE open/create not yet released */
+	unsigned pins;
+	struct node *hnext;
+	/*
+	 * What the server last said of the file (node_saw_attr()), for the
+	 * access cache and the entry timeouts: attr_gen counts the changes of
+	 * mode, owner, group or ctime, which end what the access cache knows.
+	 */
+	mode_t mode;	     /* type and permission bits; 0: not seen yet */
+	uint32_t uid, gid;
+	struct timespec ctime;
+	uint64_t attr_gen;
+	struct access_entry *access; /* access.c */
+	/*
+	 * A directory's name in its parent, as last handed to the kernel:
+	 * invalidating that entry drops every cached entry below it.
+	 */
+	fuse_ino_t dparent;
+	char *dname;
+	/* Silly rename (silly.c): the hidden name of a file unlinked open. */
+	char *silly_name;
+	struct nc_fh silly_dir;
+	struct nc_cred silly_cred; /* who unlinked it: who removes it */
 
 	/*
 	 * Write-behind state (ops.c), protected by wlock: a lock taken with
@@ -84,6 +115,7 @@ struct node {
 };
 
 #define NODE_BUCKETS 4096
+#define ROOT_NAME_BUCKETS 256
 
 struct intrfs {
 	char *source; /* SERVER:/PATH */
@@ -114,6 +146,28 @@ struct intrfs {
 	_Atomic bool watcher_stop;
 
 	_Atomic uint64_t ops, interrupts, fatal_interrupts, eintr_replies;
+
+	/* Open handles of regular files: unlink and rename look then. */
+	_Atomic unsigned open_files;
+	/* Silly rename (silly.c): names made, and the journal's path. */
+	_Atomic unsigned silly_seq;
+	char *silly_journal;
+
+	/*
+	 * Kernel entries to invalidate (notify.c): queued by workers, sent by
+	 * the notifier thread, never from a request's own path.
+	 */
+	pthread_mutex_t notify_lock;
+	pthread_cond_t notify_cond;
+	struct notify_item *notify_head;
+	bool notify_stop;
+	pthread_t notifier;
+	/*
+	 * Names the kernel may cache under the root (access.c), protected by
+	 * nodes_lock: the root has no entry of its own to invalidate.
+	 */
+	struct root_name *root_names[ROOT_NAME_BUCKETS];
+	unsigned nroot_names;
 };
 
 struct job;
@@ -147,7 +201,8 @@ struct job {
 	char *buf; /* write data (copied), read/readlink/readdir output */
 	struct stat attr;
 
-	bool replied;	    /* answered before run ended (write-behind) */
+	bool replied;	    /* answered with success before run ended */
+	bool forced;	    /* no INTERRUPT comes for it (flush) */
 	/*
 	 * Set by whoever answers the request: the worker, or the interrupt
 	 * path when it ends the request with EINTR itself.
@@ -177,6 +232,77 @@ struct node *node_of(struct intrfs *fs, fuse_ino_t ino);
 struct node *node_lookup(struct intrfs *fs, const struct nc_fh *fh,
 			 const struct nc_attr *attr);
 void node_forget(struct intrfs *fs, fuse_ino_t ino, uint64_t n);
+/* The node of fh if there is one, pinned (node_unpin()); NULL if not. */
+struct node *node_find_pin(struct intrfs *fs, const struct nc_fh *fh);
+void node_pin(struct intrfs *fs, struct node *n);
+void node_unpin(struct intrfs *fs, struct node *n);
+/* A file handle opened and released on n. */
+void node_open(struct intrfs *fs, struct node *n);
+/*
+ * Drops one open; returns true when it was the last, with n's silly name
+ * (if any) handed to the caller in *silly (free it).  n stays valid until
+ * the caller's node_unpin(), node_close() pins it first.
+ */
+bool node_close(struct intrfs *fs, struct node *n, char **silly);
+bool node_is_open(struct intrfs *fs, struct node *n);
+/*
+ * Records what the server said of n.  Returns true when n is a directory
+ * that every user could search before and not any more (its cached
+ * entries must go, see access.c).
+ */
+bool node_saw_attr(struct intrfs *fs, struct node *n, const struct nc_attr *a);
+/* Remembers the name the kernel caches a directory under. */
+void node_set_dname(struct intrfs *fs, struct node *n, fuse_ino_t parent,
+		    const char *name);
+/* Calls fn on every node (nodes_lock held: fn must not block). */
+void nodes_foreach(struct intrfs *fs, void (*fn)(struct node *n, void *arg),
+		   void *arg);
+
+/* access.c: the access cache and entry timeouts */
+/*
+ * Whether j's caller may do want (NC_ACCESS_* bits) to n: 0, -EACCES, or
+ * the error of the ACCESS call that had to be made.
+ */
+int access_check(struct job *j, struct node *n, uint32_t want);
+/* From the cache only: 1 granted, 0 refused, -1 not known. */
+int access_cached(struct intrfs *fs, struct node *n, const struct nc_cred *cr,
+		  uint32_t want);
+void access_drop(struct node *n);
+/* How long the kernel may keep an entry under parent (seconds). */
+double entry_timeout(struct intrfs *fs, struct node *parent, const char *name,
+		     bool negative);
+/* Every user lost search permission on dir: its cached entries go. */
+void entries_revoke(struct intrfs *fs, struct node *dir);
+void access_destroy(struct intrfs *fs);
+
+/* notify.c: kernel entries invalidated from the notifier thread */
+int notify_start(struct intrfs *fs);
+void notify_stop(struct intrfs *fs);
+void notify_inval_entry(struct intrfs *fs, fuse_ino_t parent,
+			const char *name);
+
+/* silly.c: unlink and rename over files still open */
+/*
+ * REMOVE name in dir, or, when it is a file still open here, RENAME it to
+ * a hidden .nfsXXXXXXXXXXXXXXXXXXXXXXXX name that the last close removes.
+ */
+int silly_unlink(struct job *j, struct node *dir, const char *name);
+/*
+ * Before a rename onto to_dir/to_name: when that name is a file still
+ * open here (and not the file being renamed), moves it to a hidden name.
+ */
+int silly_rename_target(struct job *j, struct node *from_dir,
+			const char *from_name, struct node *to_dir,
+			const char *to_name);
+/* The last close of a silly-renamed file: REMOVE its hidden name. */
+void silly_remove(struct job *j, struct node *n, char *name);
+/*
+ * At mount, in the mount's task: removes the hidden names a daemon that
+ * died left behind, and logs what it could not.
+ */
+void silly_recover(struct intrfs *fs);
+/* At unmount: removes every hidden name still there. */
+void silly_cleanup(struct intrfs *fs);
 
 /* workers.c */
 int workers_start(struct intrfs *fs);
@@ -189,6 +315,8 @@ bool workers_drain(struct intrfs *fs, unsigned timeout_s);
 /* Makes a job for req, with its task and credentials. */
 struct job *job_new(struct intrfs *fs, fuse_req_t req, const char *op,
 		    job_run_fn run, job_reply_fn reply);
+/* Whether thread tid is in chmod(2), fchmod(2) or fchmodat(2) now. */
+bool caller_in_chmod(pid_t tid);
 /* Registers the interrupt callback and queues j to a worker. */
 void job_submit(struct job *j);
 /* A job that fails before it runs (ENOMEM copying its arguments). */
@@ -204,5 +332,8 @@ extern const struct fuse_lowlevel_ops intrfs_ops;
 
 /* attr.c-like helpers in ops.c, used by workers too */
 void attr_to_stat(const struct nc_attr *a, struct stat *st);
+/* attr_to_stat(), recording the attributes on n first. */
+void node_stat(struct intrfs *fs, struct node *n, const struct nc_attr *a,
+	       struct stat *st);
 
 #endif

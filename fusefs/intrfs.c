@@ -530,12 +530,27 @@ static int nfs_mount(struct intrfs *fs, const char *server, const char *path)
 	nc_cred_self(&cred);
 	rc = nc_client_mount(fs->nc, path, &cred, &fs->root.fh, err,
 			     sizeof(err));
+	if (rc == 0) {
+		/* Who may search the root decides how long entries stay. */
+		struct nc_attr a;
+
+		if (nc_getattr(fs->nc, &cred, &fs->root.fh, &a) == 0) {
+			fs->root.mode = a.mode;
+			fs->root.uid = a.uid;
+			fs->root.gid = a.gid;
+			fs->root.ctime = a.ctime;
+			fs->root.fileid = a.fileid;
+		}
+	}
 	task_leave(t);
 	task_put(t);
-	if (rc)
+	if (rc) {
 		fprintf(stderr, PROG ": mounting %s: %s\n", fs->source,
 			err[0] ? err : strerror(-rc));
-	return rc;
+		return rc;
+	}
+	silly_recover(fs);
+	return 0;
 }
 
 /*
@@ -627,9 +642,15 @@ static int run(struct intrfs *fs, const struct cmdline *cl,
 		fprintf(stderr, PROG ": bad FUSE options '%s'\n", fuse_opts);
 		return -EINVAL;
 	}
+	rc = notify_start(fs);
+	if (rc) {
+		fprintf(stderr, PROG ": cannot start the notifier: %s\n",
+			strerror(-rc));
+		goto out_destroy;
+	}
 	if (fuse_set_signal_handlers(fs->se) < 0) {
 		rc = -EIO;
-		goto out_destroy;
+		goto out_notify;
 	}
 	if (fuse_session_mount(fs->se, fs->mountpoint) < 0) {
 		fprintf(stderr, PROG ": cannot mount on %s\n", cl->mountpoint);
@@ -676,6 +697,8 @@ static int run(struct intrfs *fs, const struct cmdline *cl,
 			     "after the unmount: giving up on them (written "
 			     "data may be lost)\n",
 			nc_client_server(fs->nc), UNMOUNT_DRAIN_S);
+	else
+		silly_cleanup(fs);
 	nc_client_shutdown(fs->nc);
 	if (dumper) {
 		atomic_store(&dumper_stop, true);
@@ -688,10 +711,14 @@ out_unmount:
 	fuse_session_unmount(fs->se);
 out_signals:
 	fuse_remove_signal_handlers(fs->se);
+out_notify:
+	notify_stop(fs);
 out_destroy:
 	fuse_session_destroy(fs->se);
 	fuse_opt_free_args(&args);
 	nodes_destroy(fs);
+	access_destroy(fs);
+	free(fs->silly_journal);
 	return rc;
 }
 

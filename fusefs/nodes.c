@@ -2,10 +2,15 @@
  * The node table: FUSE nodeids to NFS file handles.  A node's nodeid is its
  * address (the root's is FUSE_ROOT_ID); nodes are found by handle when a
  * LOOKUP, CREATE or READDIRPLUS returns one, and live as long as the kernel
- * holds lookups on them (FORGET drops them).
+ * holds lookups on them (FORGET drops them), a file handle is open on them,
+ * or a job has them pinned: a release that commits or removes a silly name
+ * goes on after the kernel has forgotten the inode.
  *
- * nodes_lock protects the hash chains and the lookup counts; it is a leaf
- * and never held across a wait.
+ * Each node also keeps what the server last said of its mode, owner and
+ * ctime: a change ends what the access cache knows of it.
+ *
+ * nodes_lock protects the hash chains, the counts and those attributes; it
+ * is a leaf and never held across a wait.
  */
 #include "fusefs_i.h"
 
@@ -51,10 +56,17 @@ void nodes_init(struct intrfs *fs)
 
 static void node_free(struct node *n)
 {
+	if (n->dirty_bytes)
+		fprintf(stderr, "intrfs: %zu uncommitted bytes of file %" PRIu64
+				" dropped with its last reference\n",
+			n->dirty_bytes, n->fileid);
 	for (struct extent *e = n->dirty, *next; e; e = next) {
 		next = e->next;
 		free(e);
 	}
+	access_drop(n);
+	free(n->dname);
+	free(n->silly_name);
 	task_mutex_destroy(&n->wlock);
 	task_mutex_destroy(&n->clock);
 	task_cond_destroy(&n->wcond);
@@ -71,6 +83,7 @@ void nodes_destroy(struct intrfs *fs)
 		}
 		fs->nodes[i] = NULL;
 	}
+	access_drop(&fs->root);
 	pthread_mutex_destroy(&fs->nodes_lock);
 }
 
@@ -100,37 +113,155 @@ struct node *node_lookup(struct intrfs *fs, const struct nc_fh *fh,
 		n->hnext = fs->nodes[b];
 		fs->nodes[b] = n;
 	}
-	if (attr) {
-		n->fileid = attr->fileid;
-		n->type = attr->mode & S_IFMT;
-	}
 	n->nlookup++;
 	pthread_mutex_unlock(&fs->nodes_lock);
+	if (attr && node_saw_attr(fs, n, attr))
+		entries_revoke(fs, n);
 	return n;
 }
 
-void node_forget(struct intrfs *fs, fuse_ino_t ino, uint64_t count)
+/* Unhashes n once nothing holds it.  Called with nodes_lock held. */
+static bool node_unused(struct intrfs *fs, struct node *n)
 {
-	struct node *n = node_of(fs, ino), **p;
+	struct node **p;
 
-	if (n == &fs->root)
-		return;
-	pthread_mutex_lock(&fs->nodes_lock);
-	n->nlookup = count < n->nlookup ? n->nlookup - count : 0;
-	if (n->nlookup) {
-		pthread_mutex_unlock(&fs->nodes_lock);
-		return;
-	}
+	if (n == &fs->root || n->nlookup || n->opens || n->pins)
+		return false;
 	for (p = &fs->nodes[fh_hash(&n->fh)]; *p; p = &(*p)->hnext) {
 		if (*p == n) {
 			*p = n->hnext;
 			break;
 		}
 	}
+	return true;
+}
+
+void node_forget(struct intrfs *fs, fuse_ino_t ino, uint64_t count)
+{
+	struct node *n = node_of(fs, ino);
+	bool gone;
+
+	if (n == &fs->root)
+		return;
+	pthread_mutex_lock(&fs->nodes_lock);
+	n->nlookup = count < n->nlookup ? n->nlookup - count : 0;
+	gone = node_unused(fs, n);
 	pthread_mutex_unlock(&fs->nodes_lock);
-	if (n->dirty_bytes)
-		fprintf(stderr, "intrfs: %zu uncommitted bytes of file %" PRIu64
-				" dropped with its last reference\n",
-			n->dirty_bytes, n->fileid);
-	node_free(n);
+	if (gone)
+		node_free(n);
+}
+
+struct node *node_find_pin(struct intrfs *fs, const struct nc_fh *fh)
+{
+	struct node *n;
+
+	pthread_mutex_lock(&fs->nodes_lock);
+	for (n = fs->nodes[fh_hash(fh)]; n; n = n->hnext)
+		if (fh_equal(&n->fh, fh))
+			break;
+	if (n)
+		n->pins++;
+	pthread_mutex_unlock(&fs->nodes_lock);
+	return n;
+}
+
+void node_pin(struct intrfs *fs, struct node *n)
+{
+	pthread_mutex_lock(&fs->nodes_lock);
+	n->pins++;
+	pthread_mutex_unlock(&fs->nodes_lock);
+}
+
+void node_unpin(struct intrfs *fs, struct node *n)
+{
+	bool gone;
+
+	pthread_mutex_lock(&fs->nodes_lock);
+	n->pins--;
+	gone = node_unused(fs, n);
+	pthread_mutex_unlock(&fs->nodes_lock);
+	if (gone)
+		node_free(n);
+}
+
+void node_open(struct intrfs *fs, struct node *n)
+{
+	pthread_mutex_lock(&fs->nodes_lock);
+	n->opens++;
+	pthread_mutex_unlock(&fs->nodes_lock);
+	/* Relaxed: a hint for unlink and rename, which look when it is set. */
+	atomic_fetch_add_explicit(&fs->open_files, 1, memory_order_relaxed);
+}
+
+bool node_close(struct intrfs *fs, struct node *n, char **silly)
+{
+	bool last;
+
+	pthread_mutex_lock(&fs->nodes_lock);
+	n->pins++;
+	last = --n->opens == 0;
+	*silly = NULL;
+	if (last) {
+		*silly = n->silly_name;
+		n->silly_name = NULL;
+	}
+	pthread_mutex_unlock(&fs->nodes_lock);
+	atomic_fetch_sub_explicit(&fs->open_files, 1, memory_order_relaxed);
+	return last;
+}
+
+bool node_is_open(struct intrfs *fs, struct node *n)
+{
+	bool open;
+
+	pthread_mutex_lock(&fs->nodes_lock);
+	open = n->opens > 0;
+	pthread_mutex_unlock(&fs->nodes_lock);
+	return open;
+}
+
+/* Every user may search a directory of this mode. */
+#define SEARCH_ALL (S_IXUSR | S_IXGRP | S_IXOTH)
+
+bool node_saw_attr(struct intrfs *fs, struct node *n, const struct nc_attr *a)
+{
+	bool revoke;
+
+	pthread_mutex_lock(&fs->nodes_lock);
+	revoke = S_ISDIR(n->mode) && (n->mode & SEARCH_ALL) == SEARCH_ALL &&
+		 (a->mode & SEARCH_ALL) != SEARCH_ALL;
+	if (n->mode != a->mode || n->uid != a->uid || n->gid != a->gid ||
+	    n->ctime.tv_sec != a->ctime.tv_sec ||
+	    n->ctime.tv_nsec != a->ctime.tv_nsec)
+		n->attr_gen++;
+	n->mode = a->mode;
+	n->uid = a->uid;
+	n->gid = a->gid;
+	n->ctime = a->ctime;
+	n->fileid = a->fileid;
+	n->type = a->mode & S_IFMT;
+	pthread_mutex_unlock(&fs->nodes_lock);
+	return revoke;
+}
+
+void node_set_dname(struct intrfs *fs, struct node *n, fuse_ino_t parent,
+		    const char *name)
+{
+	char *copy = strdup(name);
+
+	pthread_mutex_lock(&fs->nodes_lock);
+	free(n->dname);
+	n->dname = copy;
+	n->dparent = parent;
+	pthread_mutex_unlock(&fs->nodes_lock);
+}
+
+void nodes_foreach(struct intrfs *fs, void (*fn)(struct node *n, void *arg),
+		   void *arg)
+{
+	pthread_mutex_lock(&fs->nodes_lock);
+	for (unsigned i = 0; i < NODE_BUCKETS; i++)
+		for (struct node *n = fs->nodes[i]; n; n = n->hnext)
+			fn(n, arg);
+	pthread_mutex_unlock(&fs->nodes_lock);
 }

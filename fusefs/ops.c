@@ -36,6 +36,7 @@
 /* Conversions. */
 
 static void publish_sync_state(struct node *n);
+static void open_refused(struct job *j, struct node *n);
 static int wait_sent(struct node *n, uint64_t off, size_t len);
 static bool writes_on_way(struct node *n);
 
@@ -61,8 +62,29 @@ static double attr_timeout(const struct intrfs *fs, mode_t mode)
 	return S_ISDIR(mode) ? fs->o.acdirmin : fs->o.acregmin;
 }
 
-/* Makes the FUSE entry for a name the server gave a handle for. */
-static int fill_entry(struct intrfs *fs, const struct nc_entry *e,
+void node_stat(struct intrfs *fs, struct node *n, const struct nc_attr *a,
+	       struct stat *st)
+{
+	bool silly;
+
+	if (node_saw_attr(fs, n, a))
+		entries_revoke(fs, n);
+	attr_to_stat(a, st);
+	pthread_mutex_lock(&fs->nodes_lock);
+	silly = n->silly_name != NULL;
+	pthread_mutex_unlock(&fs->nodes_lock);
+	/* Unlinked while open: its hidden name is not a link to count. */
+	if (silly && st->st_nlink > 0)
+		st->st_nlink--;
+}
+
+/*
+ * Makes the FUSE entry for name in parent, which the server gave a handle
+ * for.  How long the kernel may keep it depends on who may search parent
+ * (entry_timeout()).
+ */
+static int fill_entry(struct intrfs *fs, struct node *parent,
+		      const char *name, const struct nc_entry *e,
 		      struct fuse_entry_param *out)
 {
 	struct node *n;
@@ -74,9 +96,11 @@ static int fill_entry(struct intrfs *fs, const struct nc_entry *e,
 		return -ENOMEM;
 	memset(out, 0, sizeof(*out));
 	out->ino = n->ino;
-	attr_to_stat(&e->attr, &out->attr);
+	node_stat(fs, n, &e->attr, &out->attr);
 	out->attr_timeout = attr_timeout(fs, e->attr.mode);
-	out->entry_timeout = fs->o.acdirmin;
+	out->entry_timeout = entry_timeout(fs, parent, name, false);
+	if (S_ISDIR(e->attr.mode) && fs->o.allow_other)
+		node_set_dname(fs, n, parent->ino, name);
 	return 0;
 }
 
@@ -90,11 +114,12 @@ static struct nc_fh *fh_of(struct job *j, fuse_ino_t ino)
  * that file are still on their way (write-behind) the size it gave may not
  * have them yet: wait for them and ask again.
  */
-static int job_entry(struct job *j, const struct nc_entry *e)
+static int job_entry(struct job *j, struct node *parent, const char *name,
+		     const struct nc_entry *e)
 {
 	struct nc_attr a;
 	struct node *n;
-	int rc = fill_entry(j->fs, e, &j->entry);
+	int rc = fill_entry(j->fs, parent, name, e, &j->entry);
 
 	if (rc || !writes_on_way(n = node_of(j->fs, j->entry.ino)))
 		return rc;
@@ -102,7 +127,7 @@ static int job_entry(struct job *j, const struct nc_entry *e)
 	if (rc == 0)
 		rc = nc_getattr(j->fs->nc, &j->cred, &e->fh, &a);
 	if (rc == 0)
-		attr_to_stat(&a, &j->entry.attr);
+		node_stat(j->fs, n, &a, &j->entry.attr);
 	else
 		node_forget(j->fs, j->entry.ino, 1);
 	return rc;
@@ -130,7 +155,11 @@ static void reply_buf(struct job *j)
 
 static void reply_open(struct job *j)
 {
-	fuse_reply_open(j->req, &j->fi);
+	struct node *n = node_of(j->fs, j->ino);
+
+	node_open(j->fs, n);
+	if (fuse_reply_open(j->req, &j->fi) == -ENOENT)
+		open_refused(j, n);
 }
 
 /* Submits j, or fails it when copying its names failed. */
@@ -219,6 +248,16 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_READDIRPLUS;
 	if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
 		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
+	/*
+	 * The server clears setuid and setgid on WRITE, truncate and chown
+	 * itself; without this the kernel sends a mode SETATTR as the
+	 * writer first, which the server refuses a writer who is not the
+	 * owner.  open(O_TRUNC) truncates in the open (run_open).
+	 */
+	if (conn->capable & FUSE_CAP_HANDLE_KILLPRIV)
+		conn->want |= FUSE_CAP_HANDLE_KILLPRIV;
+	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
+		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
 	/* The page cache would hide writes from the server's errors. */
 	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
 }
@@ -227,16 +266,19 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 
 static int run_lookup(struct job *j)
 {
+	struct node *dir = node_of(j->fs, j->ino);
 	struct nc_entry e;
-	int rc = nc_lookup(j->fs->nc, &j->cred, fh_of(j, j->ino), j->name, &e);
+	double neg;
+	int rc = nc_lookup(j->fs->nc, &j->cred, &dir->fh, j->name, &e);
 
-	if (rc == -ENOENT && j->fs->o.neg_timeout > 0) {
+	if (rc == -ENOENT &&
+	    (neg = entry_timeout(j->fs, dir, j->name, true)) > 0) {
 		/* A negative entry the kernel may cache. */
 		memset(&j->entry, 0, sizeof(j->entry));
-		j->entry.entry_timeout = j->fs->o.neg_timeout;
+		j->entry.entry_timeout = neg;
 		return 0;
 	}
-	return rc ? rc : job_entry(j, &e);
+	return rc ? rc : job_entry(j, dir, j->name, &e);
 }
 
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -265,14 +307,14 @@ static void op_forget_multi(fuse_req_t req, size_t count,
 
 static int run_getattr(struct job *j)
 {
+	struct node *n = node_of(j->fs, j->ino);
 	struct nc_attr a;
-	int rc = wait_sent(node_of(j->fs, j->ino), 0, 0);
+	int rc = wait_sent(n, 0, 0);
 
 	if (rc == 0)
-		rc = nc_getattr(j->fs->nc, &j->cred, fh_of(j, j->ino), &a);
-
+		rc = nc_getattr(j->fs->nc, &j->cred, &n->fh, &a);
 	if (rc == 0)
-		attr_to_stat(&a, &j->st);
+		node_stat(j->fs, n, &a, &j->st);
 	return rc;
 }
 
@@ -310,11 +352,106 @@ static void trim_dirty(struct node *n, uint64_t size)
 		n->dirty_tail = &(*n->dirty_tail)->next;
 }
 
+/*
+ * SETATTR with a new size.  A truncate must not be undone by a write still
+ * on its way or by a later resend of old data, so no COMMIT holds extents
+ * meanwhile (clock), the writes on their way are waited for, and what is
+ * kept past the new size is dropped.
+ */
+static int truncate_node(struct job *j, struct node *n,
+			 const struct nc_sattr *sa, struct nc_attr *a)
+{
+	int rc = task_mutex_lock(&n->clock, TASK_INTERRUPTIBLE, TASK_FOREVER);
+
+	if (rc)
+		return rc;
+	rc = wait_sent(n, 0, 0);
+	if (rc == 0)
+		rc = nc_setattr(j->fs->nc, &j->cred, &n->fh, sa, a);
+	if (rc == 0) {
+		task_mutex_lock_nofail(&n->wlock);
+		trim_dirty(n, sa->size);
+		publish_sync_state(n);
+		task_mutex_unlock(&n->wlock);
+	}
+	task_mutex_unlock(&n->clock);
+	return rc;
+}
+
+/*
+ * Setuid and setgid on a write, truncate or chown by someone else than the
+ * owner.  The kernel clears the bits with its own authority; a FUSE mount
+ * asks the file system to, with HANDLE_KILLPRIV in INIT, which libfuse
+ * 3.14 does not pass on: so the kernel sends the writer's SETATTR of the
+ * mode without them, which the server refuses a writer who does not own
+ * the file (and, on an atomic O_TRUNC open, drops it).  The daemon does
+ * the kernel's part here: a SETATTR that only clears what the kernel
+ * clears, from a caller who may write the file and is not in chmod(2), is
+ * made with the daemon's own credentials.
+ */
+static bool in_group(const struct nc_cred *cr, uint32_t gid)
+{
+	if (cr->gid == gid)
+		return true;
+	for (unsigned i = 0; i < cr->ngroups; i++)
+		if (cr->groups[i] == gid)
+			return true;
+	return false;
+}
+
+/*
+ * The bits a write or truncate by cr clears, as the kernel decides it
+ * (setattr_should_drop_suidgid()): setuid always, setgid with group
+ * execute, or when cr is not in the file's group.
+ */
+static mode_t priv_bits(const struct nc_cred *cr, mode_t mode, uint32_t gid)
+{
+	mode_t kill = mode & S_ISUID;
+
+	if ((mode & S_ISGID) && ((mode & S_IXGRP) || !in_group(cr, gid)))
+		kill |= S_ISGID;
+	return kill;
+}
+
+/*
+ * Whether sa only clears setuid/setgid bits of n, for someone else than
+ * its owner, and not in chmod(2): the kernel's clearing.
+ */
+static bool kills_priv(struct job *j, struct node *n,
+		       const struct nc_sattr *sa, mode_t *cur)
+{
+	mode_t gone;
+	uid_t owner;
+
+	pthread_mutex_lock(&j->fs->nodes_lock);
+	*cur = n->mode & 07777;
+	owner = n->uid;
+	pthread_mutex_unlock(&j->fs->nodes_lock);
+	gone = *cur & ~sa->mode;
+	return (sa->set & NC_SET_MODE) &&
+	       !(sa->set & (NC_SET_UID | NC_SET_GID)) && j->cred.uid != 0 &&
+	       j->cred.uid != owner && gone &&
+	       (gone & ~(mode_t)(S_ISUID | S_ISGID)) == 0 &&
+	       (sa->mode & ~*cur) == 0 && !caller_in_chmod(j->tid);
+}
+
+/* Sets n's mode to mode as the daemon; a is the result. */
+static int set_mode_as_daemon(struct job *j, struct node *n, mode_t mode,
+			      struct nc_attr *a)
+{
+	struct nc_sattr sa = {.set = NC_SET_MODE, .mode = mode & 07777};
+	struct nc_cred self;
+
+	nc_cred_self(&self);
+	return nc_setattr(j->fs->nc, &self, &n->fh, &sa, a);
+}
+
 static int run_setattr(struct job *j)
 {
 	struct node *n = node_of(j->fs, j->ino);
 	struct nc_sattr sa = {0};
 	struct nc_attr a;
+	mode_t cur;
 	int rc;
 
 	if (j->to_set & FUSE_SET_ATTR_MODE) {
@@ -345,34 +482,43 @@ static int run_setattr(struct job *j)
 		sa.set |= NC_SET_MTIME;
 		sa.mtime = j->attr.st_mtim;
 	}
-	if (!(sa.set & NC_SET_SIZE)) {
+	if (kills_priv(j, n, &sa, &cur)) {
+		/* The writer's part as the writer, the kernel's as us. */
+		mode_t mode = sa.mode;
+
+		rc = access_check(j, n, NC_ACCESS_MODIFY);
+		if (rc)
+			return rc == -EACCES ? -EPERM : rc;
+		sa.set &= ~(unsigned)NC_SET_MODE;
+		FS_REGION_BEGIN(j->fs, "setattr: then clear setuid/setgid");
+		rc = sa.set & NC_SET_SIZE ? truncate_node(j, n, &sa, &a) :
+		     sa.set		  ? nc_setattr(j->fs->nc, &j->cred, &n->fh,
+						       &sa, &a) :
+					    0;
+		if (rc == 0)
+			rc = set_mode_as_daemon(j, n, mode, &a);
+		FS_REGION_END(j->fs);
+	} else if (sa.set & NC_SET_SIZE) {
+		/*
+		 * truncate() by path needs write permission, which the
+		 * server does not ask of a file's owner: Linux NFS asks
+		 * ACCESS first.  ftruncate() comes with the open file (fi),
+		 * whose open checked it.
+		 */
+		if (!j->has_fi) {
+			rc = access_check(j, n, NC_ACCESS_MODIFY);
+			if (rc)
+				return rc;
+		}
+		rc = truncate_node(j, n, &sa, &a);
+	} else {
 		/* The attributes it returns include the size. */
 		rc = wait_sent(n, 0, 0);
 		if (rc == 0)
 			rc = nc_setattr(j->fs->nc, &j->cred, &n->fh, &sa, &a);
-		if (rc == 0)
-			attr_to_stat(&a, &j->st);
-		return rc;
 	}
-
-	/*
-	 * A truncate must not be undone by a write still on its way or by a
-	 * later resend of old data; no COMMIT holds extents meanwhile.
-	 */
-	rc = task_mutex_lock(&n->clock, TASK_INTERRUPTIBLE, TASK_FOREVER);
-	if (rc)
-		return rc;
-	rc = wait_sent(n, 0, 0);
 	if (rc == 0)
-		rc = nc_setattr(j->fs->nc, &j->cred, &n->fh, &sa, &a);
-	if (rc == 0) {
-		task_mutex_lock_nofail(&n->wlock);
-		trim_dirty(n, sa.size);
-		publish_sync_state(n);
-		task_mutex_unlock(&n->wlock);
-		attr_to_stat(&a, &j->st);
-	}
-	task_mutex_unlock(&n->clock);
+		node_stat(j->fs, n, &a, &j->st);
 	return rc;
 }
 
@@ -380,7 +526,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		       int to_set, struct fuse_file_info *fi)
 {
 	NEW_JOB(req, "setattr", run_setattr, reply_attr);
-	(void)fi;
+	copy_fi(j, fi);
 	j->ino = ino;
 	j->attr = *attr;
 	j->to_set = to_set;
@@ -434,7 +580,7 @@ static int run_mknod(struct job *j)
 		rc = nc_mknod(j->fs->nc, &j->cred, fh_of(j, j->ino), j->name,
 			      j->mode & S_IFMT, major(j->rdev), minor(j->rdev),
 			      &sa, &e);
-	return rc ? rc : job_entry(j, &e);
+	return rc ? rc : job_entry(j, node_of(j->fs, j->ino), j->name, &e);
 }
 
 static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
@@ -455,7 +601,7 @@ static int run_mkdir(struct job *j)
 	int rc = nc_mkdir(j->fs->nc, &j->cred, fh_of(j, j->ino), j->name, &sa,
 			  &e);
 
-	return rc ? rc : job_entry(j, &e);
+	return rc ? rc : job_entry(j, node_of(j->fs, j->ino), j->name, &e);
 }
 
 static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
@@ -475,7 +621,7 @@ static int run_symlink(struct job *j)
 	int rc = nc_symlink(j->fs->nc, &j->cred, fh_of(j, j->ino), j->name,
 			    j->name2, &sa, &e);
 
-	return rc ? rc : job_entry(j, &e);
+	return rc ? rc : job_entry(j, node_of(j->fs, j->ino), j->name, &e);
 }
 
 static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
@@ -521,15 +667,36 @@ static int run_create(struct job *j)
 	FS_REGION_END(j->fs);
 	if (rc)
 		return rc;
-	rc = fill_entry(j->fs, &e, &j->entry);
+	rc = fill_entry(j->fs, node_of(j->fs, j->ino), j->name, &e, &j->entry);
 	j->fi.direct_io = wants_direct_io(j->fs, j->fi.flags);
 	j->fi.keep_cache = 0;
 	return rc;
 }
 
+/*
+ * The open is counted before it is answered (its release may come at
+ * once); an answer the kernel refuses (the open was interrupted) means no
+ * release will come.
+ */
+static void open_refused(struct job *j, struct node *n)
+{
+	char *silly;
+
+	if (node_close(j->fs, n, &silly) && silly) {
+		task_enter(j->task);
+		silly_remove(j, n, silly);
+		task_leave(j->task);
+	}
+	node_unpin(j->fs, n);
+}
+
 static void reply_create(struct job *j)
 {
-	fuse_reply_create(j->req, &j->entry, &j->fi);
+	struct node *n = node_of(j->fs, j->entry.ino);
+
+	node_open(j->fs, n);
+	if (fuse_reply_create(j->req, &j->entry, &j->fi) == -ENOENT)
+		open_refused(j, n);
 }
 
 static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
@@ -547,7 +714,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 
 static int run_unlink(struct job *j)
 {
-	return nc_remove(j->fs->nc, &j->cred, fh_of(j, j->ino), j->name);
+	return silly_unlink(j, node_of(j->fs, j->ino), j->name);
 }
 
 static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -583,6 +750,10 @@ static int run_rename(struct job *j)
 		rc = nc_lookup(j->fs->nc, &j->cred, fh_of(j, j->ino2), j->name2,
 			       &e);
 		rc = rc == 0 ? -EEXIST : rc == -ENOENT ? 0 : rc;
+	} else {
+		/* A target still open here keeps its data under a hidden name. */
+		rc = silly_rename_target(j, node_of(j->fs, j->ino), j->name,
+					 node_of(j->fs, j->ino2), j->name2);
 	}
 	if (rc == 0)
 		rc = nc_rename(j->fs->nc, &j->cred, fh_of(j, j->ino), j->name,
@@ -616,7 +787,7 @@ static int run_link(struct job *j)
 		rc = nc_lookup(j->fs->nc, &j->cred, fh_of(j, j->ino2), j->name,
 			       &e);
 	FS_REGION_END(j->fs);
-	return rc ? rc : job_entry(j, &e);
+	return rc ? rc : job_entry(j, node_of(j->fs, j->ino2), j->name, &e);
 }
 
 static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
@@ -647,18 +818,12 @@ static uint32_t access_bits(mode_t type, int mask)
 	return a;
 }
 
-/* Asks the server whether the caller may; -EACCES when not. */
+/* Whether the caller may (the access cache, or ACCESS); -EACCES if not. */
 static int check_access(struct job *j, struct node *n, int mask)
 {
-	uint32_t want = access_bits(n->type, mask), granted = 0;
-	int rc;
+	uint32_t want = access_bits(n->type, mask);
 
-	if (!want)
-		return 0;
-	rc = nc_access(j->fs->nc, &j->cred, &n->fh, want, &granted);
-	if (rc)
-		return rc;
-	return (granted & want) == want ? 0 : -EACCES;
+	return want ? access_check(j, n, want) : 0;
 }
 
 static int run_open(struct job *j)
@@ -669,10 +834,39 @@ static int run_open(struct job *j)
 							       R_OK | W_OK;
 	int rc;
 
-	/* As Linux's NFS client does at open: an ACCESS call. */
+	/* O_TRUNC needs write permission whatever the access mode, as on Linux. */
+	if (j->fi.flags & O_TRUNC)
+		mask |= W_OK;
+	/* As Linux's NFS client does at open: the access cache, or ACCESS. */
 	rc = check_access(j, n, mask);
 	if (rc)
 		return rc;
+	if ((j->fi.flags & O_TRUNC) && S_ISREG(n->type)) {
+		/*
+		 * The mount has atomic O_TRUNC: the open truncates, and the
+		 * times change as open(2) says they do.
+		 */
+		struct nc_sattr sa = {.set = NC_SET_SIZE | NC_SET_MTIME_NOW};
+		struct nc_attr a;
+		struct stat st;
+
+		FS_REGION_BEGIN(j->fs, "open: truncate (O_TRUNC)");
+		rc = truncate_node(j, n, &sa, &a);
+		/*
+		 * A truncate by another than the owner clears setuid and
+		 * setgid; the kernel drops that on an atomic O_TRUNC open.
+		 */
+		if (rc == 0 && j->cred.uid && j->cred.uid != a.uid &&
+		    priv_bits(&j->cred, a.mode, a.gid))
+			rc = set_mode_as_daemon(
+				j, n, a.mode & 07777 &
+					      ~priv_bits(&j->cred, a.mode, a.gid),
+				&a);
+		FS_REGION_END(j->fs);
+		if (rc)
+			return rc;
+		node_stat(j->fs, n, &a, &st);
+	}
 	j->fi.direct_io = wants_direct_io(j->fs, j->fi.flags);
 	/* Close-to-open: what another client wrote must be seen. */
 	j->fi.keep_cache = 0;
@@ -1089,24 +1283,48 @@ static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 
 static int run_release(struct job *j)
 {
+	struct node *n = node_of(j->fs, j->ino);
 	/* flush came first; this catches writes from mmap and the like. */
 	int rc = run_sync(j);
 
 	if (rc && rc != -EINTR)
 		fprintf(stderr, "intrfs: commit at release failed: %s\n",
 			strerror(-rc));
+	if (j->name) {
+		/* The last close of a file unlinked while open. */
+		silly_remove(j, n, j->name);
+		j->name = NULL;
+	}
+	node_unpin(j->fs, n);
 	return 0;
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino,
 		       struct fuse_file_info *fi)
 {
-	if (nothing_to_sync(req, ino)) {
+	struct intrfs *fs = FS(req);
+	struct node *n = node_of(fs, ino);
+	char *silly;
+	struct job *j;
+
+	/* Pinned until the release is done: a FORGET may come meanwhile. */
+	node_close(fs, n, &silly);
+	if (!silly && nothing_to_sync(req, ino)) {
 		fuse_reply_err(req, 0);
+		node_unpin(fs, n);
 		return;
 	}
-	NEW_JOB(req, "release", run_release, reply_ok);
+	j = job_new(fs, req, "release", run_release, reply_ok);
+	if (!j) {
+		fprintf(stderr, "intrfs: out of memory at release%s%s\n",
+			silly ? ": left behind " : "", silly ? silly : "");
+		fuse_reply_err(req, ENOMEM);
+		free(silly);
+		node_unpin(fs, n);
+		return;
+	}
 	j->ino = ino;
+	j->name = silly;
 	copy_fi(j, fi);
 	submit(j, true);
 }
@@ -1225,7 +1443,8 @@ static int run_readdir_common(struct job *j, bool plus)
 			e.attr.st_ino = c->fileid;
 			/* A node for each entry but . and .., counted once. */
 			if (c->has_entry && !dot) {
-				rc = fill_entry(j->fs, &c->e, &e);
+				rc = fill_entry(j->fs, node_of(j->fs, j->ino),
+						c->name, &c->e, &e);
 				if (rc)
 					return rc;
 				/*
@@ -1287,18 +1506,38 @@ static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size,
 	submit(j, true);
 }
 
+/* Reading a directory needs read permission on it, as on Linux. */
+static int run_opendir(struct job *j)
+{
+	struct dirhandle *d;
+	int rc = access_check(j, node_of(j->fs, j->ino), NC_ACCESS_READ);
+
+	if (rc)
+		return rc;
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	j->fi.fh = (uint64_t)(uintptr_t)d;
+	return 0;
+}
+
+static void reply_opendir(struct job *j)
+{
+	struct dirhandle *d = (struct dirhandle *)(uintptr_t)j->fi.fh;
+
+	if (fuse_reply_open(j->req, &j->fi) == -ENOENT) {
+		/* Interrupted: no releasedir will come. */
+		free(d);
+	}
+}
+
 static void op_opendir(fuse_req_t req, fuse_ino_t ino,
 		       struct fuse_file_info *fi)
 {
-	struct dirhandle *d = calloc(1, sizeof(*d));
-
-	(void)ino;
-	if (!d) {
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
-	fi->fh = (uint64_t)(uintptr_t)d;
-	fuse_reply_open(req, fi);
+	NEW_JOB(req, "opendir", run_opendir, reply_opendir);
+	j->ino = ino;
+	copy_fi(j, fi);
+	submit(j, true);
 }
 
 static void op_releasedir(fuse_req_t req, fuse_ino_t ino,

@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -118,6 +119,26 @@ static unsigned caller_groups(pid_t tid, uint32_t *groups, unsigned max)
 		p = end;
 	}
 	return n;
+}
+
+bool caller_in_chmod(pid_t tid)
+{
+	char path[64], buf[64];
+	ssize_t n;
+	long nr;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/syscall", (int)tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	nr = strtol(buf, NULL, 10);
+	return nr == SYS_chmod || nr == SYS_fchmod || nr == SYS_fchmodat;
 }
 
 /*

@@ -301,6 +301,13 @@ int nc_getattr(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
 	return rc;
 }
 
+/* nfstime3 seconds are unsigned 32-bit: 1970 to early 2106. */
+static bool time_fits3(const struct timespec *ts)
+{
+	return ts->tv_sec >= 0 && (uint64_t)ts->tv_sec <= UINT32_MAX &&
+	       ts->tv_nsec >= 0 && ts->tv_nsec < 1000000000l;
+}
+
 int nc_setattr(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
 	       const struct nc_sattr *sa, struct nc_attr *attr)
 {
@@ -308,7 +315,15 @@ int nc_setattr(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
 	SETATTR3res res = {0};
 	struct nc_rpc r = NFS3_RPC(SETATTR, &args, &res, cr);
 	bool have = false;
-	int rc = nfs_call(c, &r, &res.status);
+	int rc;
+
+	/* A time NFSv3 cannot carry is refused, not stored wrapped. */
+	if (((sa->set & NC_SET_ATIME) && !(sa->set & NC_SET_ATIME_NOW) &&
+	     !time_fits3(&sa->atime)) ||
+	    ((sa->set & NC_SET_MTIME) && !(sa->set & NC_SET_MTIME_NOW) &&
+	     !time_fits3(&sa->mtime)))
+		return -EOVERFLOW;
+	rc = nfs_call(c, &r, &res.status);
 
 	if (rc == 0)
 		have = post_op_from3(&res.SETATTR3res_u.resok.obj_wcc.after,

@@ -227,6 +227,10 @@ int nc_client_exports(nc_client_t *c, const struct nc_cred *cred,
 int nc_null(nc_client_t *c);
 int nc_getattr(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
 	       struct nc_attr *attr);
+/*
+ * -EOVERFLOW for a time NFSv3 cannot carry (before 1970, or at or past
+ * 2^32 seconds), rather than a wrapped one stored.
+ */
 int nc_setattr(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
 	       const struct nc_sattr *sa, struct nc_attr *attr);
 int nc_lookup(nc_client_t *c, const struct nc_cred *cr,

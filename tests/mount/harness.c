@@ -417,7 +417,60 @@ bool probe_wait(struct probe *p, unsigned timeout_ms, struct probe_result *r,
 	return true;
 }
 
+void mnt_fresh(struct mnt *m, struct srv *s, const char *extra)
+{
+	char o[256];
+
+	srv_get(s);
+	snprintf(o, sizeof(o), "noac%s%s", extra[0] ? "," : "", extra);
+	mnt_start(m, s, o);
+}
+
+int as_user(uid_t uid, gid_t gid, const gid_t *groups, int ngroups,
+	    int (*fn)(const char *), const char *arg)
+{
+	int status;
+	pid_t pid;
+
+	fflush(NULL);
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		signal(SIGABRT, SIG_DFL);
+		if (setgroups((size_t)ngroups, groups) < 0 || setgid(gid) < 0 ||
+		    setuid(uid) < 0)
+			_exit(200);
+		_exit(fn(arg));
+	}
+	ASSERT_EQ(waitpid(pid, &status, 0), pid);
+	ASSERT(WIFEXITED(status));
+	ASSERT_NE(WEXITSTATUS(status), 200);
+	return WEXITSTATUS(status);
+}
+
 /* Files. */
+
+void lstat_ok(const char *path, struct stat *st)
+{
+	if (lstat(path, st) < 0)
+		TEST__FAIL("lstat %s: %s", path, strerror(errno));
+}
+
+void assert_same_bytes(const char *path, const void *want, size_t len)
+{
+	char *got;
+	ssize_t n = read_file(path, &got);
+
+	if (n < 0)
+		TEST__FAIL("read %s: %s", path, strerror(errno));
+	if ((size_t)n != len)
+		TEST__FAIL("%s has %zd bytes, not %zu", path, n, len);
+	for (size_t i = 0; i < len; i++)
+		if (got[i] != ((const char *)want)[i])
+			TEST__FAIL("%s differs at byte %zu of %zu", path, i,
+				   len);
+	free(got);
+}
 
 void write_file(const char *path, const void *buf, size_t len)
 {

@@ -16,6 +16,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 struct srv {
@@ -101,7 +102,24 @@ bool probe_wait(struct probe *p, unsigned timeout_ms, struct probe_result *r,
 /* Blocked in the kernel waiting on FUSE (its /proc/PID/wchan). */
 bool probe_blocked(const struct probe *p);
 
+/* Mounts with attribute caching off (noac), so each check sees the server. */
+void mnt_fresh(struct mnt *m, struct srv *s, const char *extra);
+
+/* A user that is not root, for the credential and permission tests. */
+#define USER_UID 1000
+#define USER_GID 1000
+
+/*
+ * Runs fn(arg) in a child as uid/gid with the given supplementary groups;
+ * returns what fn returned (an errno, 0 for success).
+ */
+int as_user(uid_t uid, gid_t gid, const gid_t *groups, int ngroups,
+	    int (*fn)(const char *), const char *arg);
+
 /* Files. */
+void lstat_ok(const char *path, struct stat *st);
+/* The file holds exactly len bytes, those of want. */
+void assert_same_bytes(const char *path, const void *want, size_t len);
 void write_file(const char *path, const void *buf, size_t len);
 /* Reads a whole file; returns its length (-1 on error), malloc'ed *out. */
 ssize_t read_file(const char *path, char **out);

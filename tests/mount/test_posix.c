@@ -18,40 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define USER_UID 1000
-#define USER_GID 1000
 #define OTHER_GID 1234
-
-/* Mounts with attribute caching off, so each check sees the server. */
-static void mnt_fresh(struct mnt *m, struct srv *s, const char *extra)
-{
-	char o[256];
-
-	srv_get(s);
-	snprintf(o, sizeof(o), "noac%s%s", extra[0] ? "," : "", extra);
-	mnt_start(m, s, o);
-}
-
-static void lstat_ok(const char *path, struct stat *st)
-{
-	if (lstat(path, st) < 0)
-		TEST__FAIL("lstat %s: %s", path, strerror(errno));
-}
-
-static void assert_same_bytes(const char *path, const void *want, size_t len)
-{
-	char *got;
-	ssize_t n = read_file(path, &got);
-
-	if (n < 0)
-		TEST__FAIL("read %s: %s", path, strerror(errno));
-	ASSERT_EQ(n, len);
-	for (size_t i = 0; i < len; i++)
-		if (got[i] != ((const char *)want)[i])
-			TEST__FAIL("%s differs at byte %zu of %zu", path, i,
-				   len);
-	free(got);
-}
 
 /* Data round trips around the 1 MiB rsize/wsize and FUSE's page size. */
 TEST_IMPL(posix_data_round_trips)
@@ -313,31 +280,6 @@ TEST_IMPL(posix_errors)
 	assert_same_bytes(lpath(&m, "d/f"), "x", 1);
 	mnt_stop(&m);
 	return 0;
-}
-
-/*
- * Runs fn(arg) in a child as uid/gid with the given supplementary groups;
- * returns what fn returned (an errno, 0 for success).
- */
-static int as_user(uid_t uid, gid_t gid, const gid_t *groups, int ngroups,
-		   int (*fn)(const char *), const char *arg)
-{
-	int status;
-	pid_t pid;
-
-	fflush(NULL);
-	pid = fork();
-	ASSERT_GE(pid, 0);
-	if (pid == 0) {
-		if (setgroups((size_t)ngroups, groups) < 0 || setgid(gid) < 0 ||
-		    setuid(uid) < 0)
-			_exit(200);
-		_exit(fn(arg));
-	}
-	ASSERT_EQ(waitpid(pid, &status, 0), pid);
-	ASSERT(WIFEXITED(status));
-	ASSERT_NE(WEXITSTATUS(status), 200);
-	return WEXITSTATUS(status);
 }
 
 static int try_read(const char *path)
