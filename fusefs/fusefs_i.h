@@ -202,6 +202,7 @@ struct job {
 	struct stat attr;
 
 	bool replied;	    /* answered with success before run ended */
+	bool detached;	    /* answered from inside run: req is not ours */
 	bool forced;	    /* no INTERRUPT comes for it (flush) */
 	/*
 	 * Set by whoever answers the request: the worker, or the interrupt
@@ -326,6 +327,16 @@ void job_fail(struct job *j, int err);
  * interrupt reaches the job any more, and run goes on in the background.
  */
 void job_reply_early(struct job *j);
+
+/* bufpool.c: I/O buffers, reused */
+/* len bytes (a write's extent, a read's data); free with buf_free(). */
+void *buf_alloc(size_t len);
+void buf_free(void *p);
+/* Bytes of buffers in use now, headers included. */
+size_t buf_busy_bytes(void);
+/* The trimmer thread, which unmaps what stays idle. */
+int bufpool_start(void);
+void bufpool_stop(void);
 
 /* ops.c */
 extern const struct fuse_lowlevel_ops intrfs_ops;

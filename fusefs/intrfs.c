@@ -23,6 +23,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/stat.h>
 #include <syslog.h>
 #include <unistd.h>
@@ -91,8 +94,9 @@ static void usage(FILE *f)
 		"  slots=N        NFS calls in flight on the connection (64)\n"
 		"  max_workers=N  requests served at once (512)\n"
 		"  wbuf=N         MiB of uncommitted writes kept per file before "
-		"a COMMIT (64)\n"
-		"  logfile=PATH   where the daemon logs (default: syslog)\n"
+		"a COMMIT; four\n"
+		"                 times that for the whole mount (64)\n"
+		"  logfile=PATH   where the daemon logs (see Logs below)\n"
 		"\n"
 		"FUSE and mount options passed on: allow_other, "
 		"default_permissions,\nauto_unmount, ro, rw, [no]suid, [no]dev, "
@@ -101,7 +105,12 @@ static void usage(FILE *f)
 		"users, _netdev, nofail, x-*.\n"
 		"\n"
 		"kill -USR1 on the daemon logs every task: its wait, its "
-		"pending interrupts\nand its region stack.\n");
+		"pending interrupts\nand its region stack.\n"
+		"\n"
+		"Logs: with -f or -d, stderr.  Otherwise logfile=PATH; else "
+		"syslog (daemon\nfacility) when /dev/log takes messages; else "
+		"the stderr intrfs was started\nwith (mount's, or the "
+		"terminal's).\n");
 }
 
 /* Options the daemon takes (netclient hands them over). */
@@ -336,6 +345,29 @@ static void *syslog_pump(void *arg)
 	return NULL;
 }
 
+/* Whether a syslog daemon takes messages on /dev/log. */
+static bool syslog_listens(void)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX, .sun_path = "/dev/log"};
+	int types[] = {SOCK_DGRAM, SOCK_STREAM};
+	bool ok = false;
+
+	for (unsigned i = 0; i < 2 && !ok; i++) {
+		int fd = socket(AF_UNIX, types[i] | SOCK_CLOEXEC, 0);
+
+		if (fd < 0)
+			continue;
+		ok = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+		close(fd);
+	}
+	return ok;
+}
+
+/*
+ * Where the daemon's log lines go once it is in the background: logfile=,
+ * else syslog, else (no syslog here: messages would be lost) the stderr it
+ * was started with.
+ */
 static int redirect_logs(const struct intrfs *fs)
 {
 	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -353,7 +385,7 @@ static int redirect_logs(const struct intrfs *fs)
 			return -errno;
 		dup2(fd, 2);
 		close(fd);
-	} else {
+	} else if (syslog_listens()) {
 		pthread_t th;
 		int p[2];
 
@@ -365,6 +397,10 @@ static int redirect_logs(const struct intrfs *fs)
 		if (pthread_create(&th, NULL, syslog_pump,
 				   (void *)(intptr_t)p[0]) == 0)
 			pthread_detach(th);
+	} else {
+		fprintf(stderr,
+			PROG ": no syslog listens on /dev/log: logging to this "
+			     "stderr (logfile= names a file)\n");
 	}
 	setvbuf(stderr, NULL, _IOLBF, 0);
 	return 0;
@@ -376,8 +412,8 @@ static int ready_fd = -1;
 
 static void daemon_start(void)
 {
+	pid_t pid, parent = getpid();
 	int p[2];
-	pid_t pid;
 	char st = 1;
 
 	if (pipe(p) < 0) {
@@ -398,6 +434,13 @@ static void daemon_start(void)
 	}
 	close(p[0]);
 	ready_fd = p[1];
+	/*
+	 * Until it has mounted, the daemon is the mount command's: when
+	 * that dies (Ctrl-C on mount, a timeout killing it), the attempt
+	 * ends too (daemon_ready() lets go).
+	 */
+	if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != parent)
+		_exit(1);
 	setsid();
 	if (chdir("/") < 0)
 		perror(PROG ": chdir /");
@@ -407,6 +450,7 @@ static void daemon_ready(char status)
 {
 	if (ready_fd < 0)
 		return;
+	prctl(PR_SET_PDEATHSIG, 0);
 	if (write(ready_fd, &status, 1) != 1)
 		perror(PROG ": telling the parent");
 	close(ready_fd);
@@ -657,7 +701,9 @@ static int run(struct intrfs *fs, const struct cmdline *cl,
 		rc = -EIO;
 		goto out_signals;
 	}
-	rc = workers_start(fs);
+	rc = bufpool_start();
+	if (rc == 0)
+		rc = workers_start(fs);
 	if (rc) {
 		fprintf(stderr, PROG ": cannot start workers: %s\n",
 			strerror(-rc));
@@ -733,11 +779,14 @@ int main(int argc, char **argv)
 	int rc;
 
 	/*
-	 * Every write's 1 MiB lives a few milliseconds: kept in the heap,
-	 * not mapped and unmapped (page faults and zeroing) each time.
+	 * Reply records of up to 1 MiB live a few milliseconds: kept in the
+	 * heap, not mapped and unmapped (page faults and zeroing) each time.
+	 * I/O buffers come from bufpool.c; the rest is small, and a few
+	 * arenas keep what the many threads free from staying scattered.
 	 */
 	mallopt(M_MMAP_THRESHOLD, 4 * NC_MAX_IO);
-	mallopt(M_TRIM_THRESHOLD, 64 * NC_MAX_IO);
+	mallopt(M_TRIM_THRESHOLD, 4 * NC_MAX_IO);
+	mallopt(M_ARENA_MAX, 4);
 
 	rc = parse_cmdline(argc, argv, &cl);
 	if (rc)
@@ -776,5 +825,6 @@ int main(int argc, char **argv)
 	free(fs.source);
 	free(fs.mountpoint);
 	free(fs.o.logfile);
+	bufpool_stop();
 	return rc ? 1 : 0;
 }

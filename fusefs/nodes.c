@@ -62,7 +62,7 @@ static void node_free(struct node *n)
 			n->dirty_bytes, n->fileid);
 	for (struct extent *e = n->dirty, *next; e; e = next) {
 		next = e->next;
-		free(e);
+		buf_free(e);
 	}
 	access_drop(n);
 	free(n->dname);

@@ -338,7 +338,7 @@ static void trim_dirty(struct node *n, uint64_t size)
 		if (e->off >= size) {
 			*p = e->next;
 			n->dirty_bytes -= e->len;
-			free(e);
+			buf_free(e);
 			continue;
 		}
 		if (e->off + e->len > size) {
@@ -537,7 +537,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 
 static int run_readlink(struct job *j)
 {
-	j->buf = malloc(PATH_MAX + 1);
+	j->buf = buf_alloc(PATH_MAX + 1);
 	if (!j->buf)
 		return -ENOMEM;
 	return nc_readlink(j->fs->nc, &j->cred, fh_of(j, j->ino), j->buf,
@@ -886,7 +886,7 @@ static int run_read(struct job *j)
 	bool eof;
 	int rc;
 
-	j->buf = malloc(j->size ? j->size : 1);
+	j->buf = buf_alloc(j->size ? j->size : 1);
 	if (!j->buf)
 		return -ENOMEM;
 	/* What was written there has been answered: it must be read back. */
@@ -1017,7 +1017,7 @@ static void free_extents(struct extent *e)
 {
 	for (struct extent *next; e; e = next) {
 		next = e->next;
-		free(e);
+		buf_free(e);
 	}
 }
 
@@ -1189,18 +1189,30 @@ static int run_write(struct job *j)
 		dirty_append(n, e);
 		e = NULL;
 	}
-	if (rc && j->replied)
-		n->write_error = rc; /* its caller was told it went well */
-	commit = rc == 0 && n->dirty_bytes >= (size_t)j->fs->o.wbuf_mb << 20;
+	/*
+	 * Its caller was told it went well: the file's next write, flush or
+	 * fsync reports the failure.  Never an interruption, which was its
+	 * caller's and was answered as EINTR (replied is false then).
+	 */
+	if (rc && rc != -EINTR && j->replied)
+		n->write_error = rc;
+	/*
+	 * A file's uncommitted data is bounded by wbuf=, the mount's (with
+	 * reads and writes on their way) by four times that: so is the
+	 * daemon's memory, however many files are written.
+	 */
+	commit = rc == 0 && n->dirty_bytes &&
+		 (n->dirty_bytes >= (size_t)j->fs->o.wbuf_mb << 20 ||
+		  buf_busy_bytes() >= (size_t)j->fs->o.wbuf_mb << 22);
 	task_cond_broadcast(&n->wcond);
 	task_mutex_unlock(&n->wlock);
-	free(e);
+	buf_free(e);
 
 	if (commit)
 		rc = commit_dirty(j, n);
 
 	task_mutex_lock_nofail(&n->wlock);
-	if (rc && j->replied && !n->write_error)
+	if (rc && rc != -EINTR && j->replied && !n->write_error)
 		n->write_error = rc;
 	n->busy--;
 	task_cond_broadcast(&n->wcond);
@@ -1219,7 +1231,7 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		     size_t size, off_t off, struct fuse_file_info *fi)
 {
 	NEW_JOB(req, "write", run_write, reply_write);
-	struct extent *e = malloc(sizeof(*e) + size);
+	struct extent *e = buf_alloc(sizeof(*e) + size);
 
 	j->ino = ino;
 	j->size = size;
@@ -1266,6 +1278,7 @@ static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	NEW_JOB(req, "flush", run_sync, reply_ok);
+	j->forced = true;
 	j->ino = ino;
 	copy_fi(j, fi);
 	submit(j, true);
@@ -1421,7 +1434,7 @@ static int run_readdir_common(struct job *j, bool plus)
 		if (rc)
 			return rc;
 	}
-	j->buf = malloc(j->size);
+	j->buf = buf_alloc(j->size);
 	if (!j->buf)
 		return -ENOMEM;
 	for (size_t i = (size_t)j->off; i < d->n; i++) {

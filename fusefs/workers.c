@@ -13,8 +13,11 @@
  * mounts where it changes nothing, reads the caller's /proc/<tid>/status:
  * a pending SIGKILL makes it fatal.  While a job holds a normal interrupt
  * back (a killable region), the watcher thread keeps reading the caller's
- * status, and raises a fatal interrupt when a SIGKILL comes; with nothing
- * held back it sleeps.  When the interrupt ends the task's current wait,
+ * status, and raises a fatal interrupt when a SIGKILL comes.  A flush gets
+ * no INTERRUPT at all (the kernel forces it: close(2) and a dying process's
+ * exit path wait uninterruptibly): the watcher answers it once its caller
+ * is dying and lets it finish in the background.  With nothing to watch
+ * it sleeps.  When the interrupt ends the task's current wait,
  * the interrupt path answers EINTR itself, without waiting for the worker
  * to wake (answer_eintr).
  *
@@ -40,6 +43,8 @@
 #define MIN_IDLE 4
 /* How often the watcher reads the status of callers that wait deferred. */
 #define WATCH_INTERVAL_NS 2000000l
+/* A forced request's caller is looked at once it has waited this long. */
+#define FORCED_GRACE_NS 5000000ull
 /* Room for /proc/<tid>/status, which is about 1.5 KiB. */
 #define STATUS_MAX 4096
 
@@ -76,22 +81,59 @@ static bool read_status(pid_t tid, char *buf, size_t len)
 	return true;
 }
 
+/* PF_EXITING in the kernel's task flags: do_exit() has begun. */
+#define TASK_PF_EXITING 0x4u
+
+/* True when thread tid is on its way out (its exit path closes files). */
+static bool caller_exiting(pid_t tid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long flags;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return true; /* gone already */
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return true;
+	buf[n] = '\0';
+	/* The name may hold spaces and parentheses: the last ')' ends it. */
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %lu", &flags) != 1)
+		return false;
+	return (flags & TASK_PF_EXITING) != 0;
+}
+
+/* Whether the SIGKILL bit is set in the mask after name in status. */
+static bool kill_bit(const char *status, const char *name)
+{
+	unsigned long long mask;
+	const char *p = strstr(status, name);
+
+	if (!p || sscanf(p + strlen(name), "%llx", &mask) != 1)
+		return false;
+	return (mask & (1ull << (SIGKILL - 1))) != 0;
+}
+
 /*
- * True when thread tid has a fatal signal pending: the kernel marks every
- * fatal signal by setting SIGKILL in the pending set of each thread.
+ * True when thread tid is dying: the kernel marks every fatal signal by
+ * setting SIGKILL in the pending set of each thread (SigPnd), a SIGKILL
+ * sent to the process waits in the shared set (ShdPnd), and once the
+ * thread runs its exit path, where it closes its files, neither need show
+ * any more but the task is PF_EXITING.
  */
 static bool caller_fatal(pid_t tid)
 {
 	char buf[STATUS_MAX];
-	unsigned long long mask;
-	const char *p;
 
 	if (!read_status(tid, buf, sizeof(buf)))
 		return true; /* the caller is gone: nothing is waiting */
-	p = strstr(buf, "\nSigPnd:");
-	if (!p || sscanf(p + 8, "%llx", &mask) != 1)
-		return false;
-	return (mask & (1ull << (SIGKILL - 1))) != 0;
+	return kill_bit(buf, "\nSigPnd:") || kill_bit(buf, "\nShdPnd:") ||
+	       caller_exiting(tid);
 }
 
 /*
@@ -196,6 +238,24 @@ static void on_interrupt(fuse_req_t req, void *data)
 	}
 }
 
+/*
+ * A forced request (flush: close(2) and the exit path) gets no INTERRUPT,
+ * and its caller sleeps uninterruptibly until it is answered.  When the
+ * caller is dying, it is answered now, but on nointr mounts; the job goes
+ * on in the background, so what the process wrote is still delivered.
+ * Called with jobs_lock held.
+ */
+static void answer_dying(struct job *j)
+{
+	atomic_fetch_or(&j->intr, TASK_INTR_FATAL);
+	if (j->fs->nco.intr_mode == NC_NOINTR ||
+	    atomic_exchange(&j->answered, true))
+		return;
+	atomic_fetch_add_explicit(&j->fs->fatal_interrupts, 1,
+				  memory_order_relaxed);
+	fuse_reply_err(j->req, EINTR);
+}
+
 static void *watcher_main(void *arg)
 {
 	struct intrfs *fs = arg;
@@ -203,11 +263,26 @@ static void *watcher_main(void *arg)
 
 	pthread_mutex_lock(&fs->jobs_lock);
 	while (!atomic_load(&fs->watcher_stop)) {
+		uint64_t now = now_ns();
 		unsigned held = 0;
 
 		for (struct job *j = fs->jobs; j; j = j->inext) {
+			unsigned intr = atomic_load(&j->intr);
+
+			if (j->forced) {
+				/* A close that waits: is its caller dying? */
+				if (intr & TASK_INTR_FATAL ||
+				    atomic_load(&j->answered))
+					continue;
+				if (now - j->start_ns >= FORCED_GRACE_NS &&
+				    caller_fatal(j->tid))
+					answer_dying(j);
+				else
+					held++;
+				continue;
+			}
 			/* Held back and not fatal yet: did a SIGKILL come? */
-			if (atomic_load(&j->intr) != TASK_INTR_NORMAL)
+			if (intr != TASK_INTR_NORMAL)
 				continue;
 			if (caller_fatal(j->tid))
 				raise_fatal(j);
@@ -265,7 +340,7 @@ static void job_free(struct job *j)
 	task_put(j->task);
 	free(j->name);
 	free(j->name2);
-	free(j->buf);
+	buf_free(j->buf);
 	free(j);
 }
 
@@ -300,9 +375,12 @@ static void jobs_unlink(struct intrfs *fs, struct job *j)
 void job_reply_early(struct job *j)
 {
 	if (atomic_exchange(&j->answered, true)) {
-		/* The interrupt answered EINTR; the work goes on regardless. */
+		/*
+		 * The interrupt path answered EINTR: the caller was told the
+		 * call failed (not replied), and the work goes on regardless.
+		 */
 		jobs_unlink(j->fs, j);
-		j->replied = true;
+		j->detached = true;
 		return;
 	}
 	fuse_req_interrupt_func(j->req, NULL, NULL);
@@ -310,7 +388,7 @@ void job_reply_early(struct job *j)
 	/* What was raised before the answer must not cut what follows. */
 	task_flush_interrupts(j->task);
 	j->reply(j);
-	j->replied = true;
+	j->replied = j->detached = true;
 }
 
 static void job_run(struct job *j)
@@ -323,7 +401,7 @@ static void job_run(struct job *j)
 	rc = j->run(j);
 	FS_REGION_END(fs);
 	task_leave(j->task);
-	if (j->replied)
+	if (j->detached)
 		goto out;
 	if (atomic_exchange(&j->answered, true)) {
 		/* The interrupt path answered EINTR: req is no longer ours. */
@@ -343,7 +421,8 @@ static void job_run(struct job *j)
 		if (rc == -EINTR)
 			atomic_fetch_add_explicit(&fs->eintr_replies, 1,
 						  memory_order_relaxed);
-		fuse_reply_err(j->req, -rc);
+		/* A reply that was not RPC is an I/O error to a process. */
+		fuse_reply_err(j->req, rc == -EPROTO ? EIO : -rc);
 	}
 out:
 	job_free(j);
@@ -423,6 +502,12 @@ void job_submit(struct job *j)
 	jobs_link(fs, j);
 	/* May call on_interrupt() at once if the INTERRUPT came already. */
 	fuse_req_interrupt_func(j->req, on_interrupt, j);
+	if (j->forced) {
+		/* No INTERRUPT will come: the watcher looks at its caller. */
+		pthread_mutex_lock(&fs->jobs_lock);
+		pthread_cond_signal(&fs->watch_cond);
+		pthread_mutex_unlock(&fs->jobs_lock);
+	}
 
 	pthread_mutex_lock(&fs->pool_lock);
 	j->qnext = NULL;

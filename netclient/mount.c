@@ -6,12 +6,14 @@
  * the path and read FSINFO to choose rsize and wsize.  UMNT on the way out.
  *
  * The rpcbind and MOUNT transports are short-lived and always softerr, with
- * short timeouts of their own, so one attempt ends and says why; a hard
- * mount that cannot reach the server makes attempts for retry= minutes,
- * saying once on stderr that it is still trying, and sleeps killably in
- * between so that a kill ends it.  After mounting, the NFS transport has
- * the mount's own options.  Errors are written to the caller's err buffer;
- * nothing here prints them.
+ * short timeouts of their own, and so is the NFS transport until the mount
+ * is done, so one attempt ends and says why; a hard mount that cannot reach
+ * the server makes attempts for retry= minutes, saying once on stderr that
+ * it is still trying, and sleeps killably in between so that a kill ends
+ * it.  A server that answers what is not an RPC reply is not retried: the
+ * error says so.  After mounting, the NFS transport has the mount's own
+ * options.  Errors are written to the caller's err buffer; nothing here
+ * prints them.
  *
  * Only this file includes mount3.h, whose RFC names (name, dirpath,
  * groups, exports) are too generic to be visible elsewhere; locals here
@@ -132,6 +134,34 @@ int nc_client_create(const char *server, const struct nc_opts *o,
 	return 0;
 }
 
+/*
+ * Why a call failed, for a message: "not an RPC reply" says more than
+ * "Protocol error" of what is on that port.
+ */
+static const char *rpc_why(int rc)
+{
+	if (rc == -EPROTO)
+		return "not an RPC reply (is an NFS server on that port?)";
+	return strerror(-rc);
+}
+
+/* The options a transport has while mounting: softerr, short timeouts. */
+static struct nc_opts mount_phase_opts(const nc_client_t *c, unsigned timeo,
+				       unsigned retrans)
+{
+	struct nc_opts o = c->opts;
+
+	/*
+	 * Softerr: one attempt ends, with -ETIMEDOUT ("Connection timed
+	 * out", as mount.nfs says) when nobody answers; the retry loop
+	 * decides what next.
+	 */
+	o.timeo_mode = NC_SOFTERR;
+	o.timeo = timeo;
+	o.retrans = retrans;
+	return o;
+}
+
 /* The mount-phase transports. */
 
 static int aux_xprt(nc_client_t *c, unsigned port, uint32_t prog,
@@ -161,13 +191,16 @@ static int aux_xprt(nc_client_t *c, unsigned port, uint32_t prog,
 	return nc_xprt_create(&cfg, out);
 }
 
+static unsigned mount_timeo(const nc_client_t *c)
+{
+	return c->opts.timeo < MOUNT_TIMEO_MAX ? c->opts.timeo :
+						 MOUNT_TIMEO_MAX;
+}
+
 static int mount_xprt(nc_client_t *c, struct nc_xprt **out)
 {
-	unsigned timeo = c->opts.timeo < MOUNT_TIMEO_MAX ? c->opts.timeo :
-							   MOUNT_TIMEO_MAX;
-
-	return aux_xprt(c, c->mount_port, MOUNT_PROGRAM, MOUNT_V3, timeo,
-			c->opts.retrans, out);
+	return aux_xprt(c, c->mount_port, MOUNT_PROGRAM, MOUNT_V3,
+			mount_timeo(c), c->opts.retrans, out);
 }
 
 /*
@@ -218,7 +251,7 @@ static int getport(nc_client_t *c, struct nc_xprt *x, uint32_t prog,
 		*retry = unreachable(rc);
 		say(err, errlen,
 		    "rpcbind on %s: %s (port= and mountport= do without it)",
-		    c->server, strerror(-rc));
+		    c->server, rpc_why(rc));
 		return rc;
 	}
 	if (res == 0 || res > PORT_MAX) {
@@ -280,7 +313,7 @@ static int list_exports(nc_client_t *c, struct nc_xprt *x,
 	if (rc) {
 		*retry = unreachable(rc);
 		say(err, errlen, "MOUNT service on %s (port %u): %s",
-		    c->server, c->mount_port, strerror(-rc));
+		    c->server, c->mount_port, rpc_why(rc));
 	}
 	return rc;
 }
@@ -403,7 +436,7 @@ static int mnt(nc_client_t *c, struct nc_xprt *x, const struct nc_cred *cred,
 	if (rc) {
 		*retry = unreachable(rc);
 		say(err, errlen, "MOUNT service on %s (port %u): %s",
-		    c->server, c->mount_port, strerror(-rc));
+		    c->server, c->mount_port, rpc_why(rc));
 		goto out_free;
 	}
 	/* mountstat3 values are the NFS3ERR_* ones (mount3.x). */
@@ -440,9 +473,15 @@ out_free:
 	return rc;
 }
 
-/* The NFS transport, connected now so that an absent server shows here. */
+static unsigned io_size(unsigned opt, uint32_t pref, uint32_t max);
+
+/*
+ * The NFS transport, connected now so that an absent server shows here; it
+ * runs with the mount-phase options until nc_client_mount() is done.
+ */
 static int nfs_connect(nc_client_t *c, bool *retry, char *err, size_t errlen)
 {
+	struct nc_opts o = mount_phase_opts(c, mount_timeo(c), c->opts.retrans);
 	struct nc_xprt_cfg cfg;
 	int rc;
 
@@ -452,7 +491,7 @@ static int nfs_connect(nc_client_t *c, bool *retry, char *err, size_t errlen)
 	cfg.addr.sin_port = htons((uint16_t)c->nfs_port);
 	cfg.prog = NFS_PROGRAM;
 	cfg.vers = NFS_V3;
-	cfg.opts = &c->opts;
+	cfg.opts = &o;
 	cfg.slots = c->opts.slots;
 	cfg.stats = &c->stats;
 	rc = nc_xprt_create(&cfg, &c->nfs);
@@ -464,7 +503,7 @@ static int nfs_connect(nc_client_t *c, bool *retry, char *err, size_t errlen)
 	if (rc) {
 		*retry = unreachable(rc);
 		say(err, errlen, "NFS service on %s (port %u): %s", c->server,
-		    c->nfs_port, strerror(-rc));
+		    c->nfs_port, rpc_why(rc));
 		nc_xprt_destroy(c->nfs);
 		c->nfs = NULL;
 	}
@@ -472,13 +511,51 @@ static int nfs_connect(nc_client_t *c, bool *retry, char *err, size_t errlen)
 }
 
 /*
- * One mount attempt up to a connected NFS transport: ports, EXPORT, MNT,
- * connect.  *retry says whether a failure is the server being away.
+ * The first NFS calls: the rest of the path below the export, and FSINFO
+ * to choose rsize and wsize.  *root is the handle of the path.
+ */
+static int nfs_first_calls(nc_client_t *c, const struct nc_cred *cred,
+			   const char *path, const char *rest,
+			   struct nc_fh *root, bool *retry, char *err,
+			   size_t errlen)
+{
+	struct nc_fsinfo fsi;
+	struct nc_entry e;
+	int rc;
+
+	rc = nc_lookup_path(c, cred, &c->export_fh, rest, &e);
+	if (rc) {
+		*retry = unreachable(rc);
+		say(err, errlen, "cannot look up %s below %s:%s: %s", path,
+		    c->server, c->export_path, rpc_why(rc));
+		return rc;
+	}
+	if (!S_ISDIR(e.attr.mode)) {
+		say(err, errlen, "%s:%s is not a directory", c->server, path);
+		return -ENOTDIR;
+	}
+	rc = nc_fsinfo(c, cred, &e.fh, &fsi);
+	if (rc) {
+		*retry = unreachable(rc);
+		say(err, errlen, "FSINFO of %s:%s: %s (NFS port %u)", c->server,
+		    path, rpc_why(rc), c->nfs_port);
+		return rc;
+	}
+	c->rsize = io_size(c->opts.rsize, fsi.rtpref, fsi.rtmax);
+	c->wsize = io_size(c->opts.wsize, fsi.wtpref, fsi.wtmax);
+	*root = e.fh;
+	return 0;
+}
+
+/*
+ * One mount attempt: ports, EXPORT, MNT, connect, the path's handle and
+ * FSINFO.  *retry says whether a failure is the server being away.
  */
 static int mount_attempt(nc_client_t *c, const char *path,
-			 const struct nc_cred *cred, const char **rest,
+			 const struct nc_cred *cred, struct nc_fh *root,
 			 bool *retry, char *err, size_t errlen)
 {
+	const char *rest = "";
 	struct nc_xprt *x;
 	exports list;
 	int rc;
@@ -495,7 +572,7 @@ static int mount_attempt(nc_client_t *c, const char *path,
 	rc = list_exports(c, x, cred, &list, retry, err, errlen);
 	if (rc)
 		goto out_destroy;
-	rc = pick_export(c, list, path, rest, err, errlen);
+	rc = pick_export(c, list, path, &rest, err, errlen);
 	xdr_free(NC_XDRPROC(xdr_exports), &list);
 	if (rc)
 		goto out_destroy;
@@ -504,7 +581,15 @@ static int mount_attempt(nc_client_t *c, const char *path,
 		goto out_forget;
 	nc_xprt_destroy(x);
 	/* From here the server knows us: UMNT on the way out. */
-	return nfs_connect(c, retry, err, errlen);
+	rc = nfs_connect(c, retry, err, errlen);
+	if (rc)
+		return rc;
+	rc = nfs_first_calls(c, cred, path, rest, root, retry, err, errlen);
+	if (rc) {
+		nc_xprt_destroy(c->nfs);
+		c->nfs = NULL;
+	}
+	return rc;
 
 out_forget:
 	c->export_path[0] = '\0';
@@ -526,7 +611,7 @@ static int64_t now_ns(void)
  * minutes have passed.  Soft mounts make one attempt.
  */
 static int mount_retrying(nc_client_t *c, const char *path,
-			  const struct nc_cred *cred, const char **rest,
+			  const struct nc_cred *cred, struct nc_fh *root,
 			  char *err, size_t errlen)
 {
 	int64_t give_up = now_ns() + (int64_t)c->opts.retry *
@@ -539,7 +624,7 @@ static int mount_retrying(nc_client_t *c, const char *path,
 		bool retry;
 		int rc;
 
-		rc = mount_attempt(c, path, cred, rest, &retry, err, errlen);
+		rc = mount_attempt(c, path, cred, root, &retry, err, errlen);
 		if (rc == 0 || !retry || c->opts.timeo_mode != NC_HARD)
 			return rc;
 		left = give_up - now_ns();
@@ -598,9 +683,6 @@ static unsigned io_size(unsigned opt, uint32_t pref, uint32_t max)
 int nc_client_mount(nc_client_t *c, const char *path, const struct nc_cred *cred,
 		    struct nc_fh *root, char *err, size_t errlen)
 {
-	struct nc_fsinfo fsi;
-	const char *rest = "";
-	struct nc_entry e;
 	int rc;
 
 	if (errlen)
@@ -616,29 +698,11 @@ int nc_client_mount(nc_client_t *c, const char *path, const struct nc_cred *cred
 		return -EBUSY;
 	}
 	c->mount_cred = *cred;
-	rc = mount_retrying(c, path, cred, &rest, err, errlen);
+	rc = mount_retrying(c, path, cred, root, err, errlen);
 	if (rc)
 		return rc;
-
-	rc = nc_lookup_path(c, cred, &c->export_fh, rest, &e);
-	if (rc) {
-		say(err, errlen, "cannot look up %s below %s:%s: %s", path,
-		    c->server, c->export_path, strerror(-rc));
-		return rc;
-	}
-	if (!S_ISDIR(e.attr.mode)) {
-		say(err, errlen, "%s:%s is not a directory", c->server, path);
-		return -ENOTDIR;
-	}
-	rc = nc_fsinfo(c, cred, &e.fh, &fsi);
-	if (rc) {
-		say(err, errlen, "FSINFO of %s:%s: %s", c->server, path,
-		    strerror(-rc));
-		return rc;
-	}
-	c->rsize = io_size(c->opts.rsize, fsi.rtpref, fsi.rtmax);
-	c->wsize = io_size(c->opts.wsize, fsi.wtpref, fsi.wtmax);
-	*root = e.fh;
+	/* Mounted: from now on the mount's own options. */
+	nc_xprt_set_opts(c->nfs, &c->opts);
 	return 0;
 }
 

@@ -36,7 +36,8 @@ struct nc_xprt;
  * with xres.  The caller then owns what xres allocated in resp (free it with
  * xdr_free(xres, resp)).  rc is 0 when resp holds a decoded result (whose own
  * status may still be an NFS error), else a negative errno: -EINTR, -EIO
- * (soft timeout, or a reply that does not decode), -ETIMEDOUT (softerr),
+ * (soft timeout), -EPROTO (not an RPC reply: one that does not decode, or a
+ * stream that is not RPC), -ETIMEDOUT (softerr),
  * -EPROTONOSUPPORT / -EOPNOTSUPP / -EACCES for RPC-level rejections.
  */
 struct nc_rpc {
@@ -107,6 +108,13 @@ int nc_xprt_batch_notify(struct nc_xprt *x, struct nc_rpc *r, unsigned n,
  * transport stays allocated until nc_xprt_destroy().
  */
 void nc_xprt_shutdown(struct nc_xprt *x);
+
+/*
+ * Changes the options the transport's next calls run with.  Mounting runs
+ * softerr with short timeouts so that an attempt ends; then the mount's own
+ * options apply.
+ */
+void nc_xprt_set_opts(struct nc_xprt *x, const struct nc_opts *o);
 
 /* Makes sure the transport is connected now (used by mount). */
 int nc_xprt_connect(struct nc_xprt *x);

@@ -19,7 +19,24 @@
  * region, because a half record followed by another would desynchronise the
  * stream: when an interrupt pierces it anyway (a fatal one, or any under the
  * percall policy, which does not enforce regions) the connection is reset
- * and the other calls in flight are sent again on the next one.
+ * and the other calls in flight are sent again on the next one.  On a soft
+ * mount the rest of a record is waited for only until the call's major
+ * timeout: then the connection is reset and the call fails, as every call
+ * of a soft mount must.
+ *
+ * A connection can die without a word (a partition: no FIN, no RST) while
+ * TCP backs off its retransmissions for minutes.  The receiver looks at the
+ * socket twice a second while calls are in flight: data the server has not
+ * acknowledged for dead_after (timeo, within 1..10 s) means the path is
+ * gone, and the connection is dropped and made again, with each connection
+ * attempt bounded, so that calls go out as soon as the path is back; TCP
+ * keepalive does the same for a connection where nothing is unacknowledged.
+ * A stalled server (its kernel still acknowledges) is not a dead path.  When
+ * a connection comes up, every call waiting is woken to send again at once.
+ *
+ * A stream that is not ONC RPC (a record too long, a record that is not a
+ * reply, a reply that does not decode) is "not an RPC reply": -EPROTO.  On a
+ * soft or softerr transport the calls in flight fail with it at once.
  *
  * Lock order: send_lock before lock.  lock protects the connection state,
  * the XID table and every call's state; it is held only for short sections
@@ -53,9 +70,21 @@
 /* nfs(5): timeo grows linearly, up to 600 seconds. */
 #define TIMEO_MAX_NS (600ull * 1000000000ull)
 #define DECISECOND_NS 100000000ull
-/* Reconnect backoff: from 100 ms, doubling, at most 10 s. */
+/*
+ * Reconnect backoff: from 100 ms, doubling, at most 2 s; one attempt waits
+ * at most 2 s, after which a new socket sends a new SYN at once rather than
+ * waiting for TCP's SYN backoff (1, 2, 4 s...) once the path is back.
+ */
 #define CONNECT_BACKOFF_MIN_NS 100000000ull
-#define CONNECT_BACKOFF_MAX_NS 10000000000ull
+#define CONNECT_BACKOFF_MAX_NS 2000000000ull
+#define CONNECT_ATTEMPT_MAX_NS 2000000000ull
+/* A path is dead after this long without an acknowledgement: timeo, within. */
+#define DEAD_AFTER_MIN_NS 1000000000ull
+#define DEAD_AFTER_MAX_NS 10000000000ull
+/* How often the receiver looks at the socket while calls are in flight. */
+#define LIVENESS_POLL_MS 500
+/* Keepalive probes, one a second, before an idle connection is dead. */
+#define KEEPALIVE_PROBES 3
 
 enum call_state {
 	CALL_UNSENT, /* needs (re)transmission */
@@ -84,6 +113,7 @@ struct nc_call {
 	uint64_t sent_gen;
 	uint64_t deadline_ns; /* when the current timeout expires */
 	uint64_t timeout_ns;  /* the current timeout */
+	uint64_t giveup_ns;   /* soft: when the major timeout ends it; 0 */
 	unsigned minor;	      /* retransmissions since the last major */
 	unsigned char *reply;
 	size_t reply_len;
@@ -115,7 +145,8 @@ struct nc_xprt {
 	bool ever_connected;
 	unsigned connect_failures;
 	uint64_t next_connect_ns; /* no attempt before this */
-	bool not_responding;	  /* "still trying" printed */
+	bool not_responding;	  /* "still trying" or "timed out" printed */
+	bool garbage;		  /* the receiver found a stream not RPC */
 	struct nc_call *table[XID_BUCKETS];
 	unsigned inflight;
 	struct nc_waiter *slot_waiters;
@@ -158,6 +189,28 @@ static uint64_t initial_timeout(const struct nc_xprt *x)
 		     DECISECOND_NS;
 
 	return t < TIMEO_MAX_NS ? t : TIMEO_MAX_NS;
+}
+
+/* A soft call's whole budget: timeo, then timeo more per retransmission. */
+static uint64_t major_budget(const struct nc_xprt *x)
+{
+	uint64_t t = 0, step = initial_timeout(x);
+
+	for (unsigned i = 0; i <= x->opts.retrans; i++) {
+		uint64_t to = step * (i + 1);
+
+		t += to < TIMEO_MAX_NS ? to : TIMEO_MAX_NS;
+	}
+	return t;
+}
+
+static uint64_t dead_after(const struct nc_xprt *x)
+{
+	uint64_t t = initial_timeout(x);
+
+	return t < DEAD_AFTER_MIN_NS ? DEAD_AFTER_MIN_NS :
+	       t > DEAD_AFTER_MAX_NS ? DEAD_AFTER_MAX_NS :
+				       t;
 }
 
 static int64_t until(uint64_t deadline)
@@ -289,7 +342,7 @@ static int decode_reply(struct nc_xprt *x, struct nc_call *call)
 		 */
 		xdr_free(r->xres, r->resp);
 		count(&x->stats->bad_replies);
-		rc = -EIO;
+		rc = -EPROTO; /* not an RPC reply we can read */
 	} else if (msg.rm_reply.rp_stat == MSG_DENIED) {
 		rc = nc_rpc_reject_errno(msg.rjcted_rply.rj_stat,
 					 msg.rjcted_rply.rj_why);
@@ -394,6 +447,17 @@ static int open_socket(struct nc_xprt *x, uint16_t port)
 	if (fd < 0)
 		return -errno;
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	{
+		/* An idle connection whose path died goes in seconds. */
+		int idle = (int)(dead_after(x) / 1000000000ull), intvl = 1,
+		    cnt = KEEPALIVE_PROBES;
+
+		setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+		setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+		setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl,
+			   sizeof(intvl));
+		setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+	}
 	/*
 	 * Reusing the previous source port lets the server's duplicate
 	 * request cache recognise a retransmitted call after a reconnect.
@@ -409,7 +473,6 @@ static int open_socket(struct nc_xprt *x, uint16_t port)
 			return -errno;
 		}
 	}
-	(void)x;
 	return fd;
 }
 
@@ -480,6 +543,12 @@ static int xprt_connect_locked(struct nc_xprt *x, uint64_t deadline,
 	port = x->local_port;
 	task_mutex_unlock(&x->lock);
 
+	{
+		uint64_t cap = now_ns() + CONNECT_ATTEMPT_MAX_NS;
+
+		if (!deadline || deadline > cap)
+			deadline = cap;
+	}
 	rc = port ? try_connect(x, port, deadline, &fd) : -EADDRINUSE;
 	if (rc == -EADDRINUSE || rc == -EADDRNOTAVAIL)
 		rc = try_connect(x, 0, deadline, &fd);
@@ -518,7 +587,10 @@ static int xprt_connect_locked(struct nc_xprt *x, uint64_t deadline,
 	x->conn = CONN_UP;
 	x->connect_failures = 0;
 	x->next_connect_ns = 0;
+	x->garbage = false;
 	task_cond_broadcast(&x->conn_cond);
+	/* Calls sent on the connection that went: send them again now. */
+	wake_all_calls(x);
 	return 0;
 }
 
@@ -573,11 +645,14 @@ static ssize_t send_from(int fd, const struct nc_call *call, size_t off)
  * and x->lock not held.  Returns 0; -EINTR when interrupted before the
  * first byte (nothing sent); -ECONNRESET when the connection broke or was
  * reset because an interrupt pierced a partly sent record; -ETIMEDOUT when
- * the deadline passed before the first byte.
+ * the deadline passed before the first byte; -ECANCELED when the call's
+ * major timeout (soft) came with the record partly sent, and the
+ * connection was reset.
  */
 static int send_record(struct nc_xprt *x, struct nc_call *call, int fd,
 		       uint64_t deadline)
 {
+	uint64_t giveup = call->giveup_ns;
 	size_t total = call->rec_len + call->tail_len, off = 0;
 	bool partial = false;
 	int rc = 0;
@@ -607,6 +682,7 @@ static int send_record(struct nc_xprt *x, struct nc_call *call, int fd,
 		/* The interruptible socket-send primitive: wait for room. */
 		rc = task_wait_fd(fd, POLLOUT, TASK_INTERRUPTIBLE,
 				  !partial && deadline ? until(deadline) :
+				  partial && giveup    ? until(giveup) :
 							 TASK_FOREVER,
 				  NULL);
 		if (rc == 0)
@@ -619,7 +695,9 @@ static int send_record(struct nc_xprt *x, struct nc_call *call, int fd,
 		if (x->fd == fd)
 			xprt_disconnect(x, true);
 		task_mutex_unlock(&x->lock);
-		if (rc != -EINTR)
+		if (rc == -ETIMEDOUT)
+			rc = -ECANCELED; /* soft: the major timeout */
+		else if (rc != -EINTR)
 			rc = -ECONNRESET;
 		break;
 	}
@@ -629,6 +707,21 @@ static int send_record(struct nc_xprt *x, struct nc_call *call, int fd,
 }
 
 /* Timeouts (nfs(5)): linear backoff, then a major timeout. */
+
+/*
+ * A soft or softerr call's major timeout: -EIO or -ETIMEDOUT, said once
+ * until the server answers again, as Linux says it.  Called with x->lock
+ * held.
+ */
+static int soft_timeout(struct nc_xprt *x)
+{
+	if (!x->not_responding) {
+		x->not_responding = true;
+		fprintf(stderr, "intrfs: server %s not responding, timed out\n",
+			x->server);
+	}
+	return x->opts.timeo_mode == NC_SOFT ? -EIO : -ETIMEDOUT;
+}
 
 /*
  * A call's timeout expired.  Called with x->lock held.  Returns 0 to go on
@@ -643,16 +736,17 @@ static int call_timeout(struct nc_xprt *x, struct nc_call *call)
 			call->timeout_ns = TIMEO_MAX_NS;
 	} else {
 		count(&x->stats->major_timeouts);
-		if (x->opts.timeo_mode == NC_SOFT)
-			return -EIO;
-		if (x->opts.timeo_mode == NC_SOFTERR)
-			return -ETIMEDOUT;
+		if (x->opts.timeo_mode != NC_HARD)
+			return soft_timeout(x);
 		if (!x->not_responding) {
 			x->not_responding = true;
 			fprintf(stderr,
-				"intrfs: server %s not responding, still "
+				"intrfs: server %s not responding%s, still "
 				"trying\n",
-				x->server);
+				x->server,
+				x->garbage ? " (it sends what is not an RPC "
+					     "reply)" :
+					     "");
 		}
 		/* As Linux does after a major timeout: start over. */
 		call->minor = 0;
@@ -742,6 +836,9 @@ static int xprt_send_pending(struct nc_xprt *x, struct nc_call *calls,
 		if (rc == 0 && x->gen == gen && x->conn == CONN_UP) {
 			call->state = CALL_SENT;
 			call->sent_gen = gen;
+		} else if (rc == -ECANCELED) {
+			count(&x->stats->major_timeouts);
+			call_finish(x, call, soft_timeout(x));
 		} else if (rc == -ECONNRESET) {
 			if (x->fd == fd)
 				xprt_disconnect(x, false);
@@ -769,6 +866,50 @@ static bool all_done(struct nc_call *calls, unsigned n)
 		if (calls[i].state != CALL_DONE)
 			return false;
 	return true;
+}
+
+/*
+ * Runs call_timeout() for every call whose deadline has passed; true if
+ * any did.  Called with x->lock held.
+ */
+static bool run_timeouts(struct nc_xprt *x, struct nc_call *calls, unsigned n)
+{
+	uint64_t now = now_ns();
+	bool any = false;
+
+	for (unsigned i = 0; i < n; i++) {
+		struct nc_call *call = &calls[i];
+		int err;
+
+		if (call->state == CALL_DONE || now < call->deadline_ns)
+			continue;
+		any = true;
+		err = call_timeout(x, call);
+		if (err)
+			call_finish(x, call, err);
+	}
+	return any;
+}
+
+/*
+ * Whether a call of the batch can go out now: the connection is up, and
+ * the call went out on another one, or never did and has room.  Called
+ * with x->lock held.
+ */
+static bool can_send_now(struct nc_xprt *x, struct nc_call *calls, unsigned n)
+{
+	if (x->conn != CONN_UP)
+		return false;
+	for (unsigned i = 0; i < n; i++) {
+		const struct nc_call *call = &calls[i];
+
+		if (call->state == CALL_SENT && call->sent_gen != x->gen)
+			return true;
+		if (call->state == CALL_UNSENT &&
+		    (call->has_slot || x->inflight < x->slots))
+			return true;
+	}
+	return false;
 }
 
 /* Every call has gone out whole at least once, or has its reply. */
@@ -809,6 +950,9 @@ int nc_xprt_batch_notify(struct nc_xprt *x, struct nc_rpc *rpcs, unsigned n,
 		call->xid = x->next_xid++;
 		call->timeout_ns = initial_timeout(x);
 		call->deadline_ns = start + call->timeout_ns;
+		call->giveup_ns = x->opts.timeo_mode == NC_HARD ?
+					  0 :
+					  start + major_budget(x);
 		call->state = CALL_UNSENT;
 	}
 	task_mutex_unlock(&x->lock);
@@ -841,6 +985,18 @@ int nc_xprt_batch_notify(struct nc_xprt *x, struct nc_rpc *rpcs, unsigned n,
 			task_mutex_lock_nofail(&x->lock);
 			continue;
 		}
+		/* Timeouts: every call whose deadline has passed. */
+		if (run_timeouts(x, calls, n)) {
+			if (all_done(calls, n))
+				break;
+			continue;
+		}
+		/*
+		 * A connection that changed while the lock was dropped woke
+		 * nobody waiting yet: look before sleeping.
+		 */
+		if (can_send_now(x, calls, n))
+			continue;
 		wake = next_deadline(calls, n);
 		if (rc == -EAGAIN && retry_at && retry_at < wake)
 			wake = retry_at;
@@ -854,18 +1010,6 @@ int nc_xprt_batch_notify(struct nc_xprt *x, struct nc_rpc *rpcs, unsigned n,
 		if (rc == -EINTR)
 			break;
 		rc = 0;
-		/* Timeouts: every call whose deadline has passed. */
-		for (unsigned i = 0; i < n; i++) {
-			struct nc_call *call = &calls[i];
-			int err;
-
-			if (call->state == CALL_DONE ||
-			    now_ns() < call->deadline_ns)
-				continue;
-			err = call_timeout(x, call);
-			if (err)
-				call_finish(x, call, err);
-		}
 	}
 	/* Whatever is still running ends with the reason the loop ended. */
 	for (unsigned i = 0; i < n; i++) {
@@ -917,8 +1061,11 @@ int nc_xprt_call(struct nc_xprt *x, struct nc_rpc *r)
 
 /* Receiving: the receiver thread. */
 
-/* Hands a complete record to its call.  Takes ownership of rec. */
-static void deliver(struct nc_xprt *x, unsigned char *rec, size_t len)
+/*
+ * Hands a complete record to its call.  Takes ownership of rec.  Returns
+ * -EPROTO for a record that is not an RPC reply at all.
+ */
+static int deliver(struct nc_xprt *x, unsigned char *rec, size_t len)
 {
 	struct nc_call *call;
 	uint32_t xid, dir;
@@ -926,19 +1073,24 @@ static void deliver(struct nc_xprt *x, unsigned char *rec, size_t len)
 	if (len < 8) {
 		count(&x->stats->bad_replies);
 		free(rec);
-		return;
+		return -EPROTO;
 	}
 	memcpy(&xid, rec, 4);
 	memcpy(&dir, rec + 4, 4);
 	/* XDR put both in network order. */
 	xid = ntohl(xid);
+	if (ntohl(dir) != REPLY) {
+		count(&x->stats->bad_replies);
+		free(rec);
+		return -EPROTO;
+	}
 	task_mutex_lock_nofail(&x->lock);
-	call = ntohl(dir) == REPLY ? table_find(x, xid) : NULL;
+	call = table_find(x, xid);
 	if (!call || call->state == CALL_DONE) {
 		count(&x->stats->unknown_xids);
 		task_mutex_unlock(&x->lock);
 		free(rec);
-		return;
+		return 0;
 	}
 	call->reply = rec;
 	call->reply_len = len;
@@ -949,6 +1101,23 @@ static void deliver(struct nc_xprt *x, unsigned char *rec, size_t len)
 		fprintf(stderr, "intrfs: server %s OK\n", x->server);
 	}
 	task_mutex_unlock(&x->lock);
+	return 0;
+}
+
+/*
+ * Ends every call in flight with rc (a stream that is not RPC, on a
+ * transport that does not retry for ever).  Called with x->lock held.
+ */
+static void fail_all_calls(struct nc_xprt *x, int rc)
+{
+	for (unsigned i = 0; i < XID_BUCKETS; i++) {
+		while (x->table[i]) {
+			struct nc_call *c = x->table[i];
+
+			call_finish(x, c, rc);
+			task_cond_signal(&c->waiter->cond);
+		}
+	}
 }
 
 /* The record parser's state. */
@@ -976,7 +1145,8 @@ static void rx_reset(struct rx *rx)
 
 /*
  * Consumes staged bytes.  Returns 0, or -EPROTO when the stream can no
- * longer be trusted (a record beyond REPLY_MAX).
+ * longer be trusted (a record beyond REPLY_MAX, or one that is not a
+ * reply).
  */
 static int rx_parse(struct nc_xprt *x, struct rx *rx)
 {
@@ -1021,9 +1191,12 @@ static int rx_parse(struct nc_xprt *x, struct rx *rx)
 		if (rx->frag_left == 0) {
 			rx->mark_have = 0;
 			if (rx->last) {
-				deliver(x, rx->rec, rx->rec_len);
+				int rc = deliver(x, rx->rec, rx->rec_len);
+
 				rx->rec = NULL;
 				rx->rec_len = rx->rec_cap = 0;
+				if (rc)
+					return rc;
 			}
 		}
 	}
@@ -1033,22 +1206,55 @@ static int rx_parse(struct nc_xprt *x, struct rx *rx)
 }
 
 /*
+ * Whether the path to the server is dead: data in flight that the server's
+ * TCP has not acknowledged for dead_after(), while calls wait.
+ */
+static bool path_dead(struct nc_xprt *x, int fd)
+{
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+	unsigned inflight;
+
+	task_mutex_lock_nofail(&x->lock);
+	inflight = x->inflight;
+	task_mutex_unlock(&x->lock);
+	if (!inflight || getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0)
+		return false;
+	if (ti.tcpi_unacked == 0 ||
+	    (uint64_t)ti.tcpi_last_ack_recv * 1000000ull < dead_after(x))
+		return false;
+	fprintf(stderr,
+		"intrfs: server %s has acknowledged nothing for %u s: "
+		"dropping the connection and making a new one\n",
+		x->server, ti.tcpi_last_ack_recv / 1000);
+	return true;
+}
+
+/*
  * Reads from fd until the connection ends, the transport stops or a
  * disconnect wakes us.  Returns true when the receiver should drop the
- * connection itself (EOF, error, untrustworthy stream).
+ * connection itself (EOF, error, untrustworthy stream, dead path).
  */
 static bool rx_connection(struct nc_xprt *x, struct rx *rx, int fd,
-			  uint64_t gen, bool *by_client)
+			  uint64_t gen, bool *by_client, bool *garbage)
 {
 	struct pollfd p[2] = {{fd, POLLIN, 0}, {x->rx_efd, POLLIN, 0}};
 
 	for (;;) {
 		ssize_t n;
+		int ready = poll(p, 2, LIVENESS_POLL_MS);
 
-		if (poll(p, 2, -1) < 0) {
+		if (ready < 0) {
 			if (errno == EINTR)
 				continue;
 			return true;
+		}
+		if (ready == 0) {
+			if (path_dead(x, fd)) {
+				*by_client = true;
+				return true;
+			}
+			continue;
 		}
 		if (p[1].revents) {
 			uint64_t v;
@@ -1073,6 +1279,7 @@ static bool rx_connection(struct nc_xprt *x, struct rx *rx, int fd,
 		rx->have += (size_t)n;
 		if (rx_parse(x, rx) < 0) {
 			*by_client = true;
+			*garbage = true;
 			return true;
 		}
 	}
@@ -1095,7 +1302,7 @@ static void *rx_main(void *arg)
 		abort();
 	task_mutex_lock_nofail(&x->lock);
 	for (;;) {
-		bool by_client = false, drop;
+		bool by_client = false, garbage = false, drop;
 		uint64_t gen;
 		int fd;
 
@@ -1120,11 +1327,17 @@ static void *rx_main(void *arg)
 		task_mutex_unlock(&x->lock);
 
 		rx_reset(rx);
-		drop = rx_connection(x, rx, fd, gen, &by_client);
+		drop = rx_connection(x, rx, fd, gen, &by_client, &garbage);
 
 		task_mutex_lock_nofail(&x->lock);
 		if (drop && x->gen == gen && x->conn == CONN_UP)
 			xprt_disconnect(x, by_client);
+		if (garbage) {
+			x->garbage = true;
+			/* Sending again would get the same: soft ends here. */
+			if (x->opts.timeo_mode != NC_HARD)
+				fail_all_calls(x, -EPROTO);
+		}
 	}
 	task_mutex_unlock(&x->lock);
 	rx_reset(rx);
@@ -1175,6 +1388,14 @@ out_free:
 	free(x);
 out:
 	return err;
+}
+
+void nc_xprt_set_opts(struct nc_xprt *x, const struct nc_opts *o)
+{
+	task_mutex_lock_nofail(&x->lock);
+	x->opts = *o;
+	x->mode = wait_mode(o->intr_mode);
+	task_mutex_unlock(&x->lock);
 }
 
 void nc_xprt_shutdown(struct nc_xprt *x)

@@ -397,9 +397,12 @@ TEST_IMPL(xprt_bad_replies)
 	task_t *t = enter_task(REGION_POLICY_REGION);
 	struct nc_xprt *x = make_xprt(fake_rpc_port(f), &o, &st);
 
-	/* A garbage reply fails that call; the stream is still good. */
+	/*
+	 * A reply that does not decode fails that call as "not an RPC
+	 * reply"; the stream is still good.
+	 */
 	fake_rpc_set(f, FAKE_GARBAGE, 1);
-	ASSERT_EQ(echo(x, 10), -EIO);
+	ASSERT_EQ(echo(x, 10), -EPROTO);
 	ASSERT_EQ(stat_of(&st.bad_replies), 1);
 	ASSERT_EQ(echo(x, 10), 0);
 	ASSERT_EQ(fake_rpc_conns(f), 1);
@@ -419,6 +422,31 @@ TEST_IMPL(xprt_bad_replies)
 	ASSERT_EQ(stat_of(&st.resets), 1);
 	ASSERT_EQ(stat_of(&st.reconnects), 1);
 	ASSERT_EQ(fake_rpc_conns(f), 2);
+	nc_xprt_destroy(x);
+	leave_task(t);
+	fake_rpc_stop(f);
+	return 0;
+}
+
+/*
+ * On a soft transport a stream that is not RPC ends the calls in flight
+ * at once, with -EPROTO ("not an RPC reply"), not after the timeouts.
+ */
+TEST_IMPL(xprt_garbage_soft)
+{
+	struct fake_rpc *f = fake_rpc_start(0);
+	struct nc_opts o = opts_of(NC_SOFTERR, NC_KILLABLE, 50, 2);
+	struct nc_xstats st = {0};
+	task_t *t = enter_task(REGION_POLICY_REGION);
+	struct nc_xprt *x = make_xprt(fake_rpc_port(f), &o, &st);
+	uint64_t t0 = test_now_ns();
+
+	fake_rpc_set(f, FAKE_OVERSIZE, 1);
+	ASSERT_EQ(echo(x, 10), -EPROTO);
+	/* timeo is 5 s: this was not a timeout. */
+	ASSERT_LT(test_now_ns() - t0, 1000000000ull);
+	ASSERT_EQ(stat_of(&st.major_timeouts), 0);
+	ASSERT_EQ(echo(x, 10), 0);
 	nc_xprt_destroy(x);
 	leave_task(t);
 	fake_rpc_stop(f);
@@ -659,6 +687,45 @@ TEST_IMPL(xprt_interrupt_mid_record)
 		sem_destroy(&s.started);
 		fake_rpc_stop(f);
 	}
+	return 0;
+}
+
+/*
+ * A soft transport gives a record stuck half sent until the call's major
+ * timeout (timeo 0.2 s, retrans 1: 0.2 + 0.4 s), then resets the connection
+ * and fails the call with EIO, like every other wait of a soft mount.
+ */
+TEST_IMPL(xprt_soft_send_gives_up)
+{
+	static const struct send_case killable = {REGION_POLICY_REGION, 'K',
+						  TASK_INTR_NORMAL, RESET};
+	struct fake_rpc *f = fake_rpc_start(0);
+	struct nc_opts o = opts_of(NC_SOFT, NC_KILLABLE, 2, 1);
+	struct nc_xstats st = {0};
+	struct task_attr attr = {"sender", REGION_POLICY_REGION, NULL};
+	struct sender s = {&killable, NULL, NULL, {{0}}, 1};
+	uint64_t t0, took;
+	pthread_t th;
+
+	fake_rpc_set(f, FAKE_STALL, 1);
+	s.x = make_xprt(fake_rpc_port(f), &o, &st);
+	s.task = task_create(&attr);
+	sem_init(&s.started, 0, 0);
+	t0 = test_now_ns();
+	ASSERT_EQ(pthread_create(&th, NULL, sender_main, &s), 0);
+	sem_wait(&s.started);
+	pthread_join(th, NULL);
+	took = test_now_ns() - t0;
+	ASSERT_EQ(s.rc, -EIO);
+	ASSERT_GE(took, 550000000ull);
+	ASSERT_LT(took, 2000000000ull);
+	ASSERT_EQ(stat_of(&st.major_timeouts), 1);
+	ASSERT_EQ(stat_of(&st.partial_resets), 1);
+	fake_rpc_set(f, FAKE_STALL, 0);
+	nc_xprt_destroy(s.x);
+	task_put(s.task);
+	sem_destroy(&s.started);
+	fake_rpc_stop(f);
 	return 0;
 }
 

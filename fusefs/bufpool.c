@@ -1,0 +1,183 @@
+/*
+ * I/O buffers: the data of writes kept until committed, and of reads.  They
+ * are up to 1 MiB each and come and go thousands of times a second, from
+ * every thread: left to malloc they scatter over its per-thread arenas,
+ * which keep what is freed, and the daemon's resident size grows with the
+ * I/O done rather than with the I/O in flight.  So buffers of POOL_MIN and
+ * more are slabs mapped once and reused from a free list while I/O goes on
+ * (no page faults, no zeroing); a slab idle for IDLE_NS is unmapped by the
+ * trimmer thread, down to IDLE_KEEP of them.  Smaller buffers are
+ * malloc's.  Every buffer starts with a header that says which it is.
+ *
+ * The free list (newest first) and the trimmer's state are protected by
+ * pool_lock, a leaf.
+ */
+#include "fusefs_i.h"
+
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#define POOL_MIN (64u * 1024)
+/* A slab holds the largest write or read with its header. */
+#define SLAB_SIZE (NC_MAX_IO + 4096u)
+#define IDLE_NS 1000000000ull
+#define IDLE_KEEP 4
+
+struct buf_hdr {
+	struct buf_hdr *next; /* on the free list */
+	size_t size;	      /* of the allocation, header included */
+	uint64_t idle_since;  /* on the free list: when it got there */
+	bool slab;
+	/* The data follows, aligned as malloc aligns. */
+} __attribute__((aligned(16)));
+
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t pool_cond = PTHREAD_COND_INITIALIZER;
+static struct buf_hdr *idle; /* newest first; protected by pool_lock */
+static bool trimmer_stop;    /* protected by pool_lock */
+static pthread_t trimmer;
+static bool trimmer_running;
+static _Atomic size_t busy_bytes;
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void *buf_alloc(size_t len)
+{
+	struct buf_hdr *h = NULL;
+
+	if (len > SLAB_SIZE - sizeof(*h) || len < POOL_MIN) {
+		h = malloc(sizeof(*h) + len);
+		if (!h)
+			return NULL;
+		h->size = sizeof(*h) + len;
+		h->slab = false;
+	} else {
+		pthread_mutex_lock(&pool_lock);
+		if (idle) {
+			h = idle;
+			idle = h->next;
+		}
+		pthread_mutex_unlock(&pool_lock);
+		if (!h) {
+			void *p = mmap(NULL, SLAB_SIZE, PROT_READ | PROT_WRITE,
+				       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+			if (p == MAP_FAILED)
+				return NULL;
+			h = p;
+			h->size = SLAB_SIZE;
+			h->slab = true;
+		}
+	}
+	/* Relaxed: a gauge for write-behind to read, nothing orders on it. */
+	atomic_fetch_add_explicit(&busy_bytes, h->size, memory_order_relaxed);
+	return h + 1;
+}
+
+void buf_free(void *p)
+{
+	struct buf_hdr *h;
+
+	if (!p)
+		return;
+	h = (struct buf_hdr *)p - 1;
+	atomic_fetch_sub_explicit(&busy_bytes, h->size, memory_order_relaxed);
+	if (!h->slab) {
+		free(h);
+		return;
+	}
+	h->idle_since = now_ns();
+	pthread_mutex_lock(&pool_lock);
+	h->next = idle;
+	idle = h;
+	pthread_mutex_unlock(&pool_lock);
+}
+
+size_t buf_busy_bytes(void)
+{
+	return atomic_load_explicit(&busy_bytes, memory_order_relaxed);
+}
+
+/* Unmaps the slabs idle too long, keeping the IDLE_KEEP newest. */
+static void trim(uint64_t older_than)
+{
+	struct buf_hdr **p = &idle, *gone = NULL;
+	unsigned kept = 0;
+
+	pthread_mutex_lock(&pool_lock);
+	while (*p) {
+		struct buf_hdr *h = *p;
+
+		if (kept >= IDLE_KEEP && h->idle_since <= older_than) {
+			/* Newest first: the rest are older still. */
+			gone = h;
+			*p = NULL;
+			break;
+		}
+		kept++;
+		p = &h->next;
+	}
+	pthread_mutex_unlock(&pool_lock);
+	while (gone) {
+		struct buf_hdr *next = gone->next;
+
+		munmap(gone, SLAB_SIZE);
+		gone = next;
+	}
+}
+
+static void *trimmer_main(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&pool_lock);
+	while (!trimmer_stop) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += 1;
+		pthread_cond_timedwait(&pool_cond, &pool_lock, &ts);
+		if (trimmer_stop)
+			break;
+		pthread_mutex_unlock(&pool_lock);
+		trim(now_ns() - IDLE_NS);
+		pthread_mutex_lock(&pool_lock);
+	}
+	pthread_mutex_unlock(&pool_lock);
+	return NULL;
+}
+
+int bufpool_start(void)
+{
+	int rc = -pthread_create(&trimmer, NULL, trimmer_main, NULL);
+
+	trimmer_running = rc == 0;
+	return rc;
+}
+
+void bufpool_stop(void)
+{
+	if (trimmer_running) {
+		pthread_mutex_lock(&pool_lock);
+		trimmer_stop = true;
+		pthread_cond_signal(&pool_cond);
+		pthread_mutex_unlock(&pool_lock);
+		pthread_join(trimmer, NULL);
+		trimmer_running = false;
+	}
+	trim(UINT64_MAX);
+	pthread_mutex_lock(&pool_lock);
+	while (idle) {
+		struct buf_hdr *h = idle;
+
+		idle = h->next;
+		munmap(h, SLAB_SIZE);
+	}
+	pthread_mutex_unlock(&pool_lock);
+}
