@@ -209,6 +209,12 @@ struct job {
 	 * path when it ends the request with EINTR itself.
 	 */
 	_Atomic bool answered;
+	/*
+	 * The worker's reference, and one while the interrupt callback runs:
+	 * once the callback has answered, the worker may finish the job while
+	 * the callback still interrupts its task.
+	 */
+	_Atomic unsigned refs;
 
 	/* Results for reply(). */
 	struct fuse_entry_param entry;

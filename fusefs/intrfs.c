@@ -719,10 +719,10 @@ static int run(struct intrfs *fs, const struct cmdline *cl,
 		perror(PROG ": logging");
 	fprintf(stderr,
 		PROG ": mounted %s on %s (export %s, rsize %u, wsize %u, "
-		     "policy %s)\n",
+		     "policy %s, pid %d)\n",
 		fs->source, fs->mountpoint, nc_client_export(fs->nc),
 		nc_client_rsize(fs->nc), nc_client_wsize(fs->nc),
-		region_policy_name(fs->o.policy));
+		region_policy_name(fs->o.policy), (int)getpid());
 	daemon_ready(0);
 	if (pthread_create(&dumper, NULL, dumper_main, fs) != 0)
 		dumper = 0;

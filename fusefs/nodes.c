@@ -199,6 +199,12 @@ bool node_close(struct intrfs *fs, struct node *n, char **silly)
 
 	pthread_mutex_lock(&fs->nodes_lock);
 	n->pins++;
+	/* A release for an open never counted (its answer failed) is none. */
+	if (!n->opens) {
+		pthread_mutex_unlock(&fs->nodes_lock);
+		*silly = NULL;
+		return false;
+	}
 	last = --n->opens == 0;
 	*silly = NULL;
 	if (last) {

@@ -39,8 +39,12 @@ static void *notifier_main(void *arg)
 		rc = fuse_lowlevel_notify_inval_entry(fs->se, it->parent,
 						      it->name,
 						      strlen(it->name));
-		/* ENOENT: the kernel had not cached it, or forgot it. */
-		if (rc && rc != -ENOENT && rc != -ENOTDIR)
+		/*
+		 * ENOENT: the kernel had not cached it, or forgot it;
+		 * ENOTCONN, EBADF: the mount is going.
+		 */
+		if (rc && rc != -ENOENT && rc != -ENOTDIR && rc != -ENOTCONN &&
+		    rc != -EBADF)
 			fprintf(stderr,
 				"intrfs: could not invalidate the entry %s: "
 				"%s\n",

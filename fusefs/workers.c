@@ -209,12 +209,9 @@ static void raise_fatal(struct job *j)
 	task_interrupt(j->task, TASK_INTR_FATAL);
 }
 
-/* libfuse calls this with the request's lock held. */
-static void on_interrupt(fuse_req_t req, void *data)
+/* An INTERRUPT for j's request: raise it, answer it, watch for a SIGKILL. */
+static void handle_interrupt(struct job *j)
 {
-	struct job *j = data;
-
-	(void)req;
 	atomic_fetch_add_explicit(&j->fs->interrupts, 1, memory_order_relaxed);
 	atomic_fetch_or(&j->intr, TASK_INTR_NORMAL);
 	/*
@@ -238,6 +235,22 @@ static void on_interrupt(fuse_req_t req, void *data)
 	}
 }
 
+static void job_put(struct job *j);
+
+/*
+ * libfuse calls this with the request's lock held, so the worker cannot
+ * unregister it meanwhile; but once it has answered, the worker may end
+ * the job: the job is held until the callback returns.
+ */
+static void on_interrupt(fuse_req_t req, void *data)
+{
+	struct job *j = data;
+
+	(void)req;
+	atomic_fetch_add_explicit(&j->refs, 1, memory_order_relaxed);
+	handle_interrupt(j);
+	job_put(j);
+}
 /*
  * A forced request (flush: close(2) and the exit path) gets no INTERRUPT,
  * and its caller sleeps uninterruptibly until it is answered.  When the
@@ -317,6 +330,7 @@ struct job *job_new(struct intrfs *fs, fuse_req_t req, const char *op,
 	j->fs = fs;
 	j->req = req;
 	j->op = op;
+	atomic_store_explicit(&j->refs, 1, memory_order_relaxed);
 	j->run = run;
 	j->reply = reply;
 	j->tid = ctx->pid;
@@ -342,6 +356,13 @@ static void job_free(struct job *j)
 	free(j->name2);
 	buf_free(j->buf);
 	free(j);
+}
+
+static void job_put(struct job *j)
+{
+	/* acq_rel: the last one out sees every write the others made. */
+	if (atomic_fetch_sub_explicit(&j->refs, 1, memory_order_acq_rel) == 1)
+		job_free(j);
 }
 
 void job_fail(struct job *j, int err)
@@ -425,7 +446,7 @@ static void job_run(struct job *j)
 		fuse_reply_err(j->req, rc == -EPROTO ? EIO : -rc);
 	}
 out:
-	job_free(j);
+	job_put(j);
 }
 
 /* The pool. */

@@ -526,8 +526,8 @@ static int nfs_first_calls(nc_client_t *c, const struct nc_cred *cred,
 	rc = nc_lookup_path(c, cred, &c->export_fh, rest, &e);
 	if (rc) {
 		*retry = unreachable(rc);
-		say(err, errlen, "cannot look up %s below %s:%s: %s", path,
-		    c->server, c->export_path, rpc_why(rc));
+		say(err, errlen, "cannot look up %s below %s:%s (NFS port %u): %s",
+		    path, c->server, c->export_path, c->nfs_port, rpc_why(rc));
 		return rc;
 	}
 	if (!S_ISDIR(e.attr.mode)) {

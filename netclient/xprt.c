@@ -26,11 +26,11 @@
  *
  * A connection can die without a word (a partition: no FIN, no RST) while
  * TCP backs off its retransmissions for minutes.  The receiver looks at the
- * socket twice a second while calls are in flight: data the server has not
- * acknowledged for dead_after (timeo, within 1..10 s) means the path is
- * gone, and the connection is dropped and made again, with each connection
+ * socket twice a second while calls are in flight: data queued on a socket
+ * that has had no acknowledgement for dead_after (timeo, within 1..10 s)
+ * means the path is gone, and the connection is dropped and made again, with each connection
  * attempt bounded, so that calls go out as soon as the path is back; TCP
- * keepalive does the same for a connection where nothing is unacknowledged.
+ * keepalive does the same for a connection where nothing is queued.
  * A stalled server (its kernel still acknowledges) is not a dead path.  When
  * a connection comes up, every call waiting is woken to send again at once.
  *
@@ -48,12 +48,15 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <netinet/tcp.h>
+/* Not netinet/tcp.h: its struct tcp_info lacks tcpi_snd_wnd. */
+#include <linux/tcp.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/sockios.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -428,6 +431,12 @@ static void xprt_disconnect(struct nc_xprt *x, bool by_client)
 		return;
 	if (by_client)
 		count(&x->stats->resets);
+	/*
+	 * A close would not wake a task that polls the socket (its poll
+	 * holds the socket open): shut it down, so that a sender stuck on a
+	 * dead path sees the connection go and sends again on the next one.
+	 */
+	shutdown(x->fd, SHUT_RDWR);
 	x->conn = CONN_DOWN;
 	x->closing_fd = x->fd;
 	x->fd = -1;
@@ -1214,13 +1223,21 @@ static bool path_dead(struct nc_xprt *x, int fd)
 	struct tcp_info ti;
 	socklen_t len = sizeof(ti);
 	unsigned inflight;
+	int outq = 0;
 
 	task_mutex_lock_nofail(&x->lock);
 	inflight = x->inflight;
 	task_mutex_unlock(&x->lock);
 	if (!inflight || getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0)
 		return false;
-	if (ti.tcpi_unacked == 0 ||
+	/*
+	 * Bytes queued, sent or not (TCP in loss recovery may hold back
+	 * what it has not sent), into a window the server opened, with no
+	 * ACK for that long.  A stopped server's kernel closes the window
+	 * instead, and answers the probes (ever rarer) that test it.
+	 */
+	if (ioctl(fd, SIOCOUTQ, &outq) < 0 || outq == 0 ||
+	    ti.tcpi_snd_wnd == 0 ||
 	    (uint64_t)ti.tcpi_last_ack_recv * 1000000ull < dead_after(x))
 		return false;
 	fprintf(stderr,

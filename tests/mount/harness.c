@@ -4,6 +4,7 @@
 #include "harness.h"
 #include "proc.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -23,12 +24,16 @@
 #define MAX_LIVE 8
 
 static const struct srv *live_srv;
+static bool partitioned;
+static char nft_table[64];
 static struct mnt *live[MAX_LIVE];
 static unsigned seq;
 
 /* An ASSERT aborts: resume the server and let go of the mounts first. */
 static void on_abort(int sig)
 {
+	if (partitioned)
+		net_heal();
 	if (live_srv && live_srv->ganesha > 0)
 		kill(live_srv->ganesha, SIGCONT);
 	for (unsigned i = 0; i < MAX_LIVE; i++) {
@@ -83,6 +88,167 @@ void srv_resume(const struct srv *s)
 	kill(s->ganesha, SIGCONT);
 }
 
+/* The spare server. */
+
+/* Runs start-server for the spare and reads what it prints into s. */
+static void spare_run_start(struct srv *s)
+{
+	static char export_dir[600];
+	const char *scripts = env_or_fail("INTRFS_TEST_SCRIPTS");
+	const char *dir = env_or_fail("INTRFS_TEST_SPARE_DIR");
+	unsigned ports[4];
+	char cmd[2048], line[600];
+	FILE *f;
+
+	if (sscanf(env_or_fail("INTRFS_TEST_SPARE_PORTS"), "%u %u %u %u",
+		   &ports[0], &ports[1], &ports[2], &ports[3]) != 4)
+		TEST__FAIL("INTRFS_TEST_SPARE_PORTS is not four ports");
+	snprintf(cmd, sizeof(cmd),
+		 "%s/start-server --run-dir %s --nfs-port %u --mount-port %u "
+		 "--nlm-port %u --rquota-port %u 2>&1",
+		 scripts, dir, ports[0], ports[1], ports[2], ports[3]);
+	fflush(NULL);
+	f = popen(cmd, "r");
+	ASSERT_NOT_NULL(f);
+	s->ganesha = 0;
+	while (fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = '\0';
+		if (strncmp(line, "pid=", 4) == 0)
+			s->ganesha = (pid_t)atoi(line + 4);
+		else if (strncmp(line, "export=", 7) == 0)
+			snprintf(export_dir, sizeof(export_dir), "%s",
+				 line + 7);
+		else
+			fprintf(stderr, "# %s\n", line);
+	}
+	if (pclose(f) != 0 || s->ganesha <= 0)
+		TEST__FAIL("the spare server did not start (%s)", cmd);
+	s->export_dir = export_dir;
+	s->nfs_port = ports[0];
+	s->mount_port = ports[1];
+}
+
+void spare_start(struct srv *s)
+{
+	srv_get(s);
+	spare_run_start(s);
+	live_srv = s;
+}
+
+void spare_restart(struct srv *s)
+{
+	kill(s->ganesha, SIGKILL);
+	/* Not our child: wait until it is gone. */
+	if (!proc_gone_within(s->ganesha, 10000))
+		TEST__FAIL("the spare server (pid %d) did not die",
+			   (int)s->ganesha);
+	spare_run_start(s);
+}
+
+void spare_stop(struct srv *s)
+{
+	char cmd[1024];
+
+	snprintf(cmd, sizeof(cmd), "%s/stop-server --run-dir %s >/dev/null 2>&1",
+		 env_or_fail("INTRFS_TEST_SCRIPTS"),
+		 env_or_fail("INTRFS_TEST_SPARE_DIR"));
+	kill(s->ganesha, SIGCONT);
+	if (system(cmd) != 0)
+		fprintf(stderr, "# stop-server for the spare server failed\n");
+	if (live_srv == s)
+		live_srv = NULL;
+}
+
+/* Partitions. */
+
+void net_partition(unsigned port)
+{
+	char cmd[1024];
+
+	snprintf(nft_table, sizeof(nft_table), "intrfs_test_%d", (int)getpid());
+	snprintf(cmd, sizeof(cmd),
+		 "nft -f - <<'EOF'\n"
+		 "table inet %s {\n"
+		 "  chain in { type filter hook input priority -10; "
+		 "tcp dport %u drop; tcp sport %u drop; }\n"
+		 "  chain out { type filter hook output priority -10; "
+		 "tcp dport %u drop; tcp sport %u drop; }\n"
+		 "}\n"
+		 "EOF",
+		 nft_table, port, port, port, port);
+	if (system(cmd) != 0)
+		TEST__FAIL("nft could not load the partition (is nftables "
+			   "installed? tests/run installs it)");
+	partitioned = true;
+}
+
+void net_heal(void)
+{
+	char cmd[256];
+
+	if (!partitioned)
+		return;
+	snprintf(cmd, sizeof(cmd), "nft delete table inet %s", nft_table);
+	partitioned = false;
+	if (system(cmd) != 0)
+		fprintf(stderr, "# could not delete nftables table %s\n",
+			nft_table);
+}
+
+/* Processes. */
+
+unsigned children_of(pid_t parent, pid_t *out, unsigned max)
+{
+	struct dirent *de;
+	unsigned n = 0;
+	DIR *d = opendir("/proc");
+
+	ASSERT_NOT_NULL(d);
+	while ((de = readdir(d)) && n < max) {
+		char path[300], buf[512], *p;
+		int ppid;
+		FILE *f;
+
+		if (de->d_name[0] < '0' || de->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/stat", de->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
+		fclose(f);
+		if (p && sscanf(p + 1, " %*c %d", &ppid) == 1 &&
+		    ppid == parent)
+			out[n++] = (pid_t)atoi(de->d_name);
+	}
+	closedir(d);
+	return n;
+}
+
+bool proc_gone_within(pid_t pid, unsigned timeout_ms)
+{
+	uint64_t end = test_now_ns() + (uint64_t)timeout_ms * 1000000u;
+
+	for (;;) {
+		char path[64], buf[512], *p, state = 'R';
+		FILE *f;
+
+		/* Reap it if it is ours. */
+		waitpid(pid, NULL, WNOHANG);
+		snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+		f = fopen(path, "r");
+		if (!f)
+			return true;
+		p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
+		fclose(f);
+		if (p && sscanf(p + 1, " %c", &state) == 1 && state == 'Z')
+			return true;
+		if (test_now_ns() > end)
+			return false;
+		usleep(1000);
+	}
+}
+
 static bool is_mounted(const char *dir)
 {
 	char line[4096], needle[300];
@@ -110,6 +276,21 @@ static void track(struct mnt *m, bool on)
 			live[i] = NULL;
 			return;
 		}
+	}
+}
+
+/*
+ * Notes a daemon's pid where tests/run finds it ($INTRFS_TEST_PIDS), so
+ * that one a crashed test left behind is stopped by its pid.
+ */
+static void note_pid(pid_t pid)
+{
+	const char *path = getenv("INTRFS_TEST_PIDS");
+	FILE *f = path && *path ? fopen(path, "a") : NULL;
+
+	if (f) {
+		fprintf(f, "%d\n", (int)pid);
+		fclose(f);
 	}
 }
 
@@ -144,6 +325,7 @@ static pid_t spawn_daemon(struct mnt *m, const struct srv *s, const char *opts)
 		perror("exec intrfs");
 		_exit(127);
 	}
+	note_pid(pid);
 	return pid;
 }
 

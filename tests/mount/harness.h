@@ -37,6 +37,22 @@ struct mnt {
 
 /* Reads the server from the environment; skips without /dev/fuse. */
 void srv_get(struct srv *s);
+/*
+ * The spare server: a second private ganesha (its run directory and ports
+ * from the environment tests/run sets) that a test may kill and start
+ * again.  spare_start() fills s like srv_get(); spare_restart() kills it
+ * with SIGKILL and starts it again on the same ports and export, returning
+ * when it answers; spare_stop() stops it.
+ */
+void spare_start(struct srv *s);
+void spare_restart(struct srv *s);
+void spare_stop(struct srv *s);
+/*
+ * A partition: nftables drops every packet to and from TCP port, both
+ * ways, with no RST (net_heal() lifts it; an ASSERT lifts it too).
+ */
+void net_partition(unsigned port);
+void net_heal(void);
 /* Stops (SIGSTOP) or resumes (SIGCONT) the server. */
 void srv_stall(const struct srv *s);
 void srv_resume(const struct srv *s);
@@ -53,6 +69,10 @@ int mnt_start_fails(struct mnt *m, const struct srv *s, const char *opts,
 /* Only starts the daemon (m->pid); the test watches its log. */
 void mnt_spawn(struct mnt *m, const struct srv *s, const char *opts);
 void mnt_stop(struct mnt *m);
+/* The pids of the live children of parent (at most max); how many. */
+unsigned children_of(pid_t parent, pid_t *out, unsigned max);
+/* Whether pid is gone (or a zombie), polling up to timeout_ms. */
+bool proc_gone_within(pid_t pid, unsigned timeout_ms);
 /* What the daemon has logged so far. */
 void mnt_read_log(const struct mnt *m, char *buf, size_t len);
 /* Paths inside the mount and on the export. */

@@ -1,0 +1,956 @@
+/*
+ * Faults: a stalled server (SIGSTOP), a partition (nftables drops, no RST),
+ * a server killed and started again, a server that answers garbage or
+ * nothing, signal storms and SIGKILL on writers with data in flight, a
+ * mount command that dies.  Each test checks what a process saw (errno,
+ * how long it took, whether it was reaped) and what the export holds.
+ */
+#include "harness.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define MIB (1u << 20)
+
+/* The byte at off of writer k's file: every writer's data is its own. */
+static unsigned char pattern_byte(unsigned k, uint64_t off)
+{
+	return (unsigned char)((off * 131u + off / 4096u + k * 29u) & 0xff);
+}
+
+static void fill_pattern(unsigned char *buf, size_t len, unsigned k,
+			 uint64_t off)
+{
+	for (size_t i = 0; i < len; i++)
+		buf[i] = pattern_byte(k, off + i);
+}
+
+/* The export's copy of a writer's file starts with its len bytes. */
+static void assert_pattern(const char *path, unsigned k, size_t len)
+{
+	char *got;
+	ssize_t n = read_file(path, &got);
+
+	if (n < 0)
+		TEST__FAIL("read %s: %s", path, strerror(errno));
+	if ((size_t)n < len)
+		TEST__FAIL("%s has %zd bytes, %zu were written", path, n, len);
+	for (size_t i = 0; i < len; i++)
+		if ((unsigned char)got[i] != pattern_byte(k, i))
+			TEST__FAIL("%s differs at byte %zu of %zu", path, i,
+				   len);
+	free(got);
+}
+
+/* Reads one 8-byte count from fd within timeout_ms; false on timeout/EOF. */
+static bool read_count(int fd, uint64_t *v, unsigned timeout_ms)
+{
+	struct pollfd p = {fd, POLLIN, 0};
+
+	if (poll(&p, 1, (int)timeout_ms) != 1)
+		return false;
+	return read(fd, v, sizeof(*v)) == sizeof(*v);
+}
+
+static void wait_log(const struct mnt *m, const char *what, unsigned ms)
+{
+	uint64_t end = test_now_ns() + (uint64_t)ms * 1000000u;
+	char log[16384];
+
+	for (;;) {
+		mnt_read_log(m, log, sizeof(log));
+		if (strstr(log, what))
+			return;
+		if (test_now_ns() > end)
+			TEST__FAIL("the daemon did not log \"%s\" within %u ms:"
+				   "\n%s",
+				   what, ms, log);
+		test_sleep_ms(20);
+	}
+}
+
+/* A writer that reports: bytes written so far, then how it ended. */
+struct report {
+	uint64_t bytes;
+	int err;	  /* errno of the call that failed; 0 */
+	uint64_t end_ns;  /* CLOCK_MONOTONIC when it ended */
+};
+
+/*
+ * Writes 1 MiB chunks of writer k's pattern to path until len bytes or a
+ * failure, telling fd the running count after each write, then the report.
+ */
+static void soft_writer(const char *path, unsigned k, uint64_t len, int fd)
+{
+	unsigned char *buf = malloc(MIB);
+	struct report r = {0};
+	int f = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+	if (!buf || f < 0)
+		_exit(3);
+	while (r.bytes < len) {
+		fill_pattern(buf, MIB, k, r.bytes);
+		if (write(f, buf, MIB) != (ssize_t)MIB) {
+			r.err = errno;
+			break;
+		}
+		r.bytes += MIB;
+		if (write(fd, &r.bytes, sizeof(r.bytes)) != sizeof(r.bytes))
+			_exit(3);
+	}
+	r.end_ns = test_now_ns();
+	/* The stream of counts ends with a 0, then the report. */
+	{
+		uint64_t zero = 0;
+
+		if (write(fd, &zero, sizeof(zero)) != sizeof(zero) ||
+		    write(fd, &r, sizeof(r)) != sizeof(r))
+			_exit(3);
+	}
+	_exit(0);
+}
+
+static pid_t start_writer(void (*fn)(const char *, unsigned, uint64_t, int),
+			  const char *path, unsigned k, uint64_t len, int *rfd)
+{
+	int p[2];
+	pid_t pid;
+
+	ASSERT_EQ(pipe(p), 0);
+	fflush(NULL);
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		/* A test that fails takes its writers with it. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		signal(SIGABRT, SIG_DFL);
+		close(p[0]);
+		fn(path, k, len, p[1]);
+	}
+	close(p[1]);
+	*rfd = p[0];
+	return pid;
+}
+
+/* start_writer() with a socket both ways: counts up, "go" down. */
+static pid_t start_duplex(void (*fn)(const char *, unsigned, uint64_t, int),
+			  const char *path, unsigned k, uint64_t len, int *sfd)
+{
+	int sp[2];
+	pid_t pid;
+
+	ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sp), 0);
+	fflush(NULL);
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		signal(SIGABRT, SIG_DFL);
+		close(sp[0]);
+		fn(path, k, len, sp[1]);
+	}
+	close(sp[1]);
+	*sfd = sp[0];
+	return pid;
+}
+
+/* Reads counts until one reaches at least want bytes. */
+static void wait_written(int fd, uint64_t want)
+{
+	uint64_t v = 0;
+
+	while (v < want)
+		if (!read_count(fd, &v, 20000) || v == 0)
+			TEST__FAIL("the writer stopped at %" PRIu64 " bytes",
+				   v);
+}
+
+/* Reads the report after the counts; false if none within timeout_ms. */
+static bool read_report(int fd, struct report *r, unsigned timeout_ms)
+{
+	uint64_t end = test_now_ns() + (uint64_t)timeout_ms * 1000000u;
+	uint64_t v;
+
+	do {
+		uint64_t left = test_now_ns() < end ?
+					(end - test_now_ns()) / 1000000u :
+					0;
+
+		if (!read_count(fd, &v, (unsigned)left))
+			return false;
+	} while (v != 0);
+	return read(fd, r, sizeof(*r)) == sizeof(*r);
+}
+
+/*
+ * Item: a soft mount fails every call after its major timeout, the write
+ * whose record cannot be sent too: timeo=5, retrans=1 is 0.5 + 1 s.
+ */
+TEST_IMPL(fault_soft_write_fails_in_time)
+{
+	static const struct {
+		const char *fault;
+		bool partition;
+	} cases[] = {
+		{"server stopped", false},
+		{"partition", true},
+	};
+
+	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct report r;
+		struct mnt m;
+		struct srv s;
+		uint64_t t0;
+		pid_t pid;
+		int fd;
+
+		fprintf(stderr, "# %s\n", cases[i].fault);
+		mnt_fresh(&m, &s, "soft,timeo=5,retrans=1");
+		pid = start_writer(soft_writer, mpath(&m, "f"), 0, 4096ull * MIB,
+				   &fd);
+		wait_written(fd, 4 * MIB);
+		if (cases[i].partition)
+			net_partition(s.nfs_port);
+		else
+			srv_stall(&s);
+		t0 = test_now_ns();
+		if (!read_report(fd, &r, 10000))
+			TEST__FAIL("%s: the writer is still blocked 10 s later",
+				   cases[i].fault);
+		net_heal();
+		srv_resume(&s);
+		ASSERT_EQ(waitpid(pid, NULL, 0), pid);
+		close(fd);
+		fprintf(stderr, "# failed with %s after %.2f s\n",
+			strerror(r.err), (double)(r.end_ns - t0) / 1e9);
+		ASSERT_EQ(r.err, EIO);
+		/* The major timeout of a call that began at the fault, or
+		 * of one that began just before it and failed the next. */
+		ASSERT_LT(r.end_ns - t0, 4500000000ull);
+		wait_log(&m, "not responding, timed out", 1000);
+		mnt_stop(&m);
+	}
+	return 0;
+}
+
+/*
+ * Item: on hard,intr an interruption is the caller's, never the file's.
+ * Writers retry the writes EINTR cut short while SIGINTs rain on them;
+ * once the storm ends, their fsync, next write and close work, and a
+ * process that got no signal can write the files, whose bytes are all on
+ * the export.
+ */
+#define STORM_WRITERS 16
+#define STORM_LEN (16u * MIB)
+#define STORM_CHUNK MIB
+#define STORM_EVERY_MS 50
+
+static volatile sig_atomic_t storm_sigs;
+
+static void on_storm_sig(int sig)
+{
+	(void)sig;
+	storm_sigs++;
+}
+
+/* Exit status: 0; 10 + errno for a real error; 200 for EINTR after it. */
+static void storm_writer(const char *path, unsigned k, uint64_t len, int fd)
+{
+	unsigned char *buf = malloc(STORM_CHUNK);
+	uint64_t off = 0, eintrs = 0;
+	char go;
+	int f;
+
+	/* The open is a call the storm may cut short too. */
+	while ((f = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644)) < 0 &&
+	       errno == EINTR)
+		eintrs++;
+	if (!buf || f < 0)
+		_exit(10 + errno);
+	while (off < len) {
+		ssize_t n;
+
+		fill_pattern(buf, STORM_CHUNK, k, off);
+		n = pwrite(f, buf, STORM_CHUNK, (off_t)off);
+		if (n < 0 && errno == EINTR) {
+			eintrs++;
+			continue;
+		}
+		if (n < 0)
+			_exit(10 + errno);
+		off += (uint64_t)n;
+	}
+	if (write(fd, &eintrs, sizeof(eintrs)) != sizeof(eintrs))
+		_exit(3);
+	/*
+	 * The storm is over when the parent says so (a COMMIT that takes
+	 * longer than the gap between signals never ends in one, on intr).
+	 */
+	while (read(fd, &go, 1) < 0 && errno == EINTR)
+		;
+	if (fsync(f) < 0)
+		_exit(errno == EINTR ? 200 : 10 + errno);
+	fill_pattern(buf, STORM_CHUNK, k, 0);
+	if (pwrite(f, buf, STORM_CHUNK, 0) != (ssize_t)STORM_CHUNK)
+		_exit(errno == EINTR ? 200 : 10 + errno);
+	if (fsync(f) < 0 || close(f) < 0)
+		_exit(errno == EINTR ? 200 : 10 + errno);
+	_exit(0);
+}
+
+/* A process that got no signal rewrites a file's last byte and syncs. */
+static int fresh_write(const char *path, unsigned k)
+{
+	int f = open(path, O_WRONLY);
+	unsigned char c;
+	struct stat st;
+
+	if (f < 0)
+		return errno;
+	if (fstat(f, &st) < 0)
+		return errno;
+	c = pattern_byte(k, (uint64_t)st.st_size - 1);
+	if (pwrite(f, &c, 1, st.st_size - 1) != 1 || fsync(f) < 0)
+		return errno;
+	return close(f) < 0 ? errno : 0;
+}
+
+TEST_IMPL(fault_intr_signal_storm)
+{
+	pid_t pid[STORM_WRITERS];
+	int fd[STORM_WRITERS];
+	bool done[STORM_WRITERS] = {false};
+	uint64_t eintrs = 0, sent = 0, end;
+	unsigned ndone = 0;
+	struct mnt m;
+	struct srv s;
+
+	struct sigaction sa = {0};
+
+	mnt_fresh(&m, &s, "hard,intr");
+	/* The writers have the handler from their first instruction on. */
+	sa.sa_handler = on_storm_sig; /* no SA_RESTART */
+	sigaction(SIGINT, &sa, NULL);
+	for (unsigned k = 0; k < STORM_WRITERS; k++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "w%c", 'a' + k);
+		pid[k] = start_duplex(storm_writer, mpath(&m, name), k,
+				      STORM_LEN, &fd[k]);
+	}
+	end = test_now_ns() + 100000000000ull;
+	while (ndone < STORM_WRITERS) {
+		ASSERT_LT(test_now_ns(), end);
+		for (unsigned k = 0; k < STORM_WRITERS; k++) {
+			uint64_t v;
+
+			if (!done[k]) {
+				int st;
+
+				if (waitpid(pid[k], &st, WNOHANG) == pid[k])
+					TEST__FAIL("writer %u ended in the storm: "
+						   "%s %d",
+						   k,
+						   WIFEXITED(st) ? "exit" :
+								   "signal",
+						   WIFEXITED(st) ?
+							   WEXITSTATUS(st) :
+							   WTERMSIG(st));
+				kill(pid[k], SIGINT);
+				sent++;
+			}
+			if (!done[k] && read_count(fd[k], &v, 0)) {
+				done[k] = true;
+				ndone++;
+				eintrs += v;
+			}
+		}
+		test_sleep_ms(STORM_EVERY_MS);
+	}
+	fprintf(stderr, "# %" PRIu64 " SIGINTs, %" PRIu64 " EINTRs retried\n",
+		sent, eintrs);
+	/* Every signal has landed: then the storm is over. */
+	test_sleep_ms(200);
+	for (unsigned k = 0; k < STORM_WRITERS; k++)
+		ASSERT_EQ(write(fd[k], "g", 1), 1);
+	for (unsigned k = 0; k < STORM_WRITERS; k++) {
+		int st;
+
+		ASSERT_EQ(waitpid(pid[k], &st, 0), pid[k]);
+		ASSERT(WIFEXITED(st));
+		if (WEXITSTATUS(st) == 200)
+			TEST__FAIL("writer %u still gets EINTR with no signal",
+				   k);
+		if (WEXITSTATUS(st))
+			TEST__FAIL("writer %u failed: %s", k,
+				   WEXITSTATUS(st) >= 10 ?
+					   strerror(WEXITSTATUS(st) - 10) :
+					   "(setup)");
+		close(fd[k]);
+	}
+	for (unsigned k = 0; k < STORM_WRITERS; k++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "w%c", 'a' + k);
+		ASSERT_EQ(fresh_write(mpath(&m, name), k), 0);
+		assert_pattern(lpath(&m, name), k, STORM_LEN);
+	}
+	mnt_stop(&m);
+	return 0;
+}
+
+/*
+ * Item: kill -9 (or a default-action SIGINT) ends a writer at once while
+ * the server is stopped and its data is still on the way: the exit path's
+ * flush does not hold it.  The data it was told was written reaches the
+ * export once the server resumes.
+ */
+static void pausing_writer(const char *path, unsigned k, uint64_t len,
+			   int fd)
+{
+	unsigned char *buf = malloc(len);
+	int f = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	uint64_t done = 0;
+	char go;
+
+	if (!buf || f < 0)
+		_exit(3);
+	fill_pattern(buf, len, k, 0);
+	/* Open: ready.  Then the parent stops the server and says go. */
+	if (write(fd, &done, sizeof(done)) != sizeof(done) ||
+	    read(fd, &go, 1) != 1)
+		_exit(3);
+	done = write(f, buf, len) == (ssize_t)len ? len : 0;
+	if (write(fd, &done, sizeof(done)) != sizeof(done))
+		_exit(3);
+	for (;;)
+		pause(); /* killed here: the exit path closes f */
+}
+
+/* What fits in the socket buffers of a stopped server, for 4 writers. */
+#define KILL_LEN (256u * 1024)
+
+TEST_IMPL(fault_kill_writer_stalled)
+{
+	static const struct {
+		unsigned writers;
+		int sig;
+		const char *what;
+	} cases[] = {
+		{1, SIGKILL, "SIGKILL, one writer"},
+		{4, SIGKILL, "SIGKILL, four writers"},
+		{1, SIGINT, "default-action SIGINT, one writer"},
+	};
+
+	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		pid_t pid[4];
+		int fd[4];
+		uint64_t t0;
+		struct mnt m;
+		struct srv s;
+
+		fprintf(stderr, "# %s\n", cases[i].what);
+		mnt_fresh(&m, &s, "hard");
+		for (unsigned k = 0; k < cases[i].writers; k++) {
+			char name[16];
+			uint64_t v;
+
+			snprintf(name, sizeof(name), "f%u", k);
+			pid[k] = start_duplex(pausing_writer, mpath(&m, name),
+					      k, KILL_LEN, &fd[k]);
+			ASSERT(read_count(fd[k], &v, 10000));
+		}
+		srv_stall(&s);
+		for (unsigned k = 0; k < cases[i].writers; k++) {
+			uint64_t v;
+
+			ASSERT_EQ(write(fd[k], "g", 1), 1);
+			/* Answered once sent: the server is still stopped. */
+			if (!read_count(fd[k], &v, 10000) || v != KILL_LEN)
+				TEST__FAIL("writer %u was not answered", k);
+		}
+		t0 = test_now_ns();
+		for (unsigned k = 0; k < cases[i].writers; k++)
+			ASSERT_EQ(kill(pid[k], cases[i].sig), 0);
+		for (unsigned k = 0; k < cases[i].writers; k++) {
+			int st;
+
+			if (!proc_gone_within(pid[k], 2000))
+				TEST__FAIL("writer %u still alive 2 s after "
+					   "the signal (the server is stopped)",
+					   k);
+			waitpid(pid[k], &st, 0);
+			close(fd[k]);
+		}
+		fprintf(stderr, "# reaped %.1f ms after the signal\n",
+			(double)(test_now_ns() - t0) / 1e6);
+		srv_resume(&s);
+		/* Delivered in the background: give it a few seconds. */
+		for (unsigned k = 0; k < cases[i].writers; k++) {
+			uint64_t end = test_now_ns() + 10000000000ull;
+			char name[16];
+			struct stat st;
+
+			snprintf(name, sizeof(name), "f%u", k);
+			while (lstat(lpath(&m, name), &st) < 0 ||
+			       st.st_size < (off_t)KILL_LEN) {
+				ASSERT_LT(test_now_ns(), end);
+				test_sleep_ms(20);
+			}
+			assert_pattern(lpath(&m, name), k, KILL_LEN);
+		}
+		mnt_stop(&m);
+	}
+	return 0;
+}
+
+/*
+ * Item: after the server is killed and started again, writes on their way
+ * go out as soon as it answers, not at their next timeout (60 s), and
+ * nothing that was written is lost (the write verifier changed).
+ */
+#define RESTART_WRITERS 16
+#define RESTART_LEN (32ull * MIB)
+
+static void syncing_writer(const char *path, unsigned k, uint64_t len, int fd)
+{
+	unsigned char *buf = malloc(MIB);
+	struct report r = {0};
+	int f = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+	if (!buf || f < 0)
+		_exit(3);
+	while (r.bytes < len && !r.err) {
+		fill_pattern(buf, MIB, k, r.bytes);
+		if (write(f, buf, MIB) != (ssize_t)MIB)
+			r.err = errno;
+		else
+			r.bytes += MIB;
+		if (!r.err &&
+		    write(fd, &r.bytes, sizeof(r.bytes)) != sizeof(r.bytes))
+			_exit(3);
+	}
+	if (!r.err && (fsync(f) < 0 || close(f) < 0))
+		r.err = errno;
+	r.end_ns = test_now_ns();
+	{
+		uint64_t zero = 0;
+
+		if (write(fd, &zero, sizeof(zero)) != sizeof(zero) ||
+		    write(fd, &r, sizeof(r)) != sizeof(r))
+			_exit(3);
+	}
+	_exit(0);
+}
+
+TEST_IMPL(fault_writes_resume_after_server_restart)
+{
+	pid_t pid[RESTART_WRITERS];
+	int fd[RESTART_WRITERS];
+	uint64_t ready;
+	struct mnt m;
+	struct srv s;
+
+	spare_start(&s);
+	mnt_start(&m, &s, "hard");
+	for (unsigned k = 0; k < RESTART_WRITERS; k++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "f%u", k);
+		pid[k] = start_writer(syncing_writer, mpath(&m, name), k,
+				      RESTART_LEN, &fd[k]);
+	}
+	for (unsigned k = 0; k < RESTART_WRITERS; k++)
+		wait_written(fd[k], 8 * MIB);
+	spare_restart(&s);
+	ready = test_now_ns();
+	for (unsigned k = 0; k < RESTART_WRITERS; k++) {
+		struct report r;
+
+		if (!read_report(fd[k], &r, 30000))
+			TEST__FAIL("writer %u is not done 30 s after the server "
+				   "is back",
+				   k);
+		ASSERT_EQ(waitpid(pid[k], NULL, 0), pid[k]);
+		close(fd[k]);
+		fprintf(stderr, "# writer %u done %.2f s after the server was "
+				"back\n",
+			k, (double)((int64_t)(r.end_ns - ready)) / 1e9);
+		ASSERT_EQ(r.err, 0);
+		ASSERT_LT((int64_t)(r.end_ns - ready), 10000000000ll);
+	}
+	for (unsigned k = 0; k < RESTART_WRITERS; k++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "f%u", k);
+		assert_pattern(lpath(&m, name), k, RESTART_LEN);
+	}
+	mnt_stop(&m);
+	spare_stop(&s);
+	return 0;
+}
+
+/*
+ * Item: a hard mount recovers within seconds once a long partition heals,
+ * not when TCP's backed-off retransmission next fires (tens of seconds).
+ */
+#define PARTITION_S 30
+
+TEST_IMPL(fault_partition_heals_promptly)
+{
+	struct report r;
+	uint64_t healed;
+	struct mnt m;
+	struct srv s;
+	pid_t pid;
+	int fd;
+
+	mnt_fresh(&m, &s, "hard");
+	pid = start_writer(syncing_writer, mpath(&m, "f"), 0, 32 * MIB, &fd);
+	wait_written(fd, 4 * MIB);
+	net_partition(s.nfs_port);
+	test_sleep_ms(PARTITION_S * 1000);
+	net_heal();
+	healed = test_now_ns();
+	if (!read_report(fd, &r, 60000))
+		TEST__FAIL("the writer is not done 60 s after the partition "
+			   "healed");
+	ASSERT_EQ(waitpid(pid, NULL, 0), pid);
+	close(fd);
+	fprintf(stderr, "# done %.2f s after the partition healed\n",
+		(double)((int64_t)(r.end_ns - healed)) / 1e9);
+	ASSERT_EQ(r.err, 0);
+	ASSERT_LT((int64_t)(r.end_ns - healed), 10000000000ll);
+	assert_pattern(lpath(&m, "f"), 0, 32 * MIB);
+	wait_log(&m, "acknowledged nothing", 1000);
+	mnt_stop(&m);
+	return 0;
+}
+
+/* Servers that answer garbage, or nothing. */
+
+struct bad_server {
+	int lfd;
+	unsigned port;
+	bool garbage; /* an HTTP error for anything; else silence */
+	pthread_t th;
+};
+
+static void *bad_conn_main(void *arg)
+{
+	static const char http[] =
+		"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n";
+	struct bad_server *b = arg;
+	int c;
+
+	while ((c = accept(b->lfd, NULL, NULL)) >= 0) {
+		char buf[4096];
+
+		if (b->garbage) {
+			if (read(c, buf, sizeof(buf)) > 0 &&
+			    write(c, http, sizeof(http) - 1) < 0)
+				fprintf(stderr, "# garbage server: write\n");
+		}
+		/* Kept open; closed when the test ends. */
+	}
+	return NULL;
+}
+
+static void bad_server_start(struct bad_server *b, bool garbage)
+{
+	struct sockaddr_in sa = {0};
+	socklen_t len = sizeof(sa);
+
+	b->garbage = garbage;
+	b->lfd = socket(AF_INET, SOCK_STREAM, 0);
+	ASSERT_GE(b->lfd, 0);
+	sa.sin_family = AF_INET;
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ASSERT_EQ(bind(b->lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ASSERT_EQ(listen(b->lfd, 16), 0);
+	ASSERT_EQ(getsockname(b->lfd, (struct sockaddr *)&sa, &len), 0);
+	b->port = ntohs(sa.sin_port);
+	ASSERT_EQ(pthread_create(&b->th, NULL, bad_conn_main, b), 0);
+	pthread_detach(b->th);
+}
+
+/*
+ * Item: a server that answers garbage is reported as such at once, not
+ * retried; one that answers nothing is given up on after retry= (0: one
+ * attempt), on the NFS port as on the MOUNT port, hard mounts too.
+ */
+TEST_IMPL(fault_mount_garbage_or_silent_server)
+{
+	enum port { GARBAGE, SILENT, REAL };
+	static const struct {
+		const char *what, *opts;
+		enum port nfs, mnt;
+		const char *want;
+		unsigned within_ms;
+	} cases[] = {
+		{"garbage on both ports", "hard", GARBAGE, GARBAGE,
+		 "not an RPC reply", 5000},
+		{"garbage on the NFS port", "hard,retry=1", GARBAGE, REAL,
+		 "not an RPC reply", 5000},
+		{"silence on both ports", "hard,retry=0,timeo=10,retrans=1",
+		 SILENT, SILENT, "timed out", 8000},
+		{"silence on the NFS port", "hard,retry=0,timeo=10,retrans=1",
+		 SILENT, REAL, "timed out", 8000},
+	};
+	struct bad_server garbage, silent;
+	struct srv s;
+
+	srv_get(&s);
+	bad_server_start(&garbage, true);
+	bad_server_start(&silent, false);
+	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const unsigned nfs[] = {garbage.port, silent.port, s.nfs_port};
+		const unsigned mnt[] = {garbage.port, silent.port, s.mount_port};
+		char opts[256], log[8192];
+		uint64_t t0 = test_now_ns(), took;
+		struct mnt m;
+		int st;
+
+		fprintf(stderr, "# %s\n", cases[i].what);
+		/* After the harness's port= and mountport=: these win. */
+		snprintf(opts, sizeof(opts), "%s,port=%u,mountport=%u",
+			 cases[i].opts, nfs[cases[i].nfs], mnt[cases[i].mnt]);
+		st = mnt_start_fails(&m, &s, opts, log, sizeof(log));
+		took = test_now_ns() - t0;
+		fprintf(stderr, "# refused after %.2f s: %s", (double)took / 1e9,
+			log);
+		ASSERT_NE(st, 0);
+		ASSERT_CONTAINS(log, cases[i].want);
+		ASSERT_LT(took, (uint64_t)cases[i].within_ms * 1000000u);
+	}
+	close(garbage.lfd);
+	close(silent.lfd);
+	return 0;
+}
+
+/*
+ * Item: Ctrl-C on the mount command (the parent of the daemon it forks)
+ * ends the attempt: the daemon does not go on retrying on its own.
+ */
+TEST_IMPL(fault_mount_command_death_ends_attempt)
+{
+	char dir[] = "/tmp/intrfs-test-mnt.XXXXXX", log[] =
+		"/tmp/intrfs-test-log.XXXXXX", src[600], opts[128], buf[4096];
+	struct bad_server silent;
+	pid_t parent, kids[4];
+	uint64_t end;
+	unsigned n;
+	struct srv s;
+	int lfd;
+
+	srv_get(&s);
+	bad_server_start(&silent, false);
+	ASSERT_NOT_NULL(mkdtemp(dir));
+	lfd = mkstemp(log);
+	ASSERT_GE(lfd, 0);
+	snprintf(src, sizeof(src), "%s:%s", s.server, s.export_dir);
+	snprintf(opts, sizeof(opts),
+		 "hard,retry=2,timeo=5,retrans=0,port=%u,mountport=%u",
+		 silent.port, silent.port);
+	fflush(NULL);
+	parent = fork();
+	ASSERT_GE(parent, 0);
+	if (parent == 0) {
+		dup2(lfd, 2);
+		execl(s.intrfs, "intrfs", src, dir, "-o", opts, (char *)NULL);
+		_exit(127);
+	}
+	/* The foreground command says it is still trying. */
+	end = test_now_ns() + 20000000000ull;
+	for (;;) {
+		ssize_t got = pread(lfd, buf, sizeof(buf) - 1, 0);
+
+		buf[got > 0 ? got : 0] = '\0';
+		if (strstr(buf, "still trying"))
+			break;
+		ASSERT_LT(test_now_ns(), end);
+		test_sleep_ms(20);
+	}
+	n = children_of(parent, kids, 4);
+	ASSERT_EQ(n, 1);
+	ASSERT_EQ(kill(parent, SIGINT), 0);
+	ASSERT_EQ(waitpid(parent, NULL, 0), parent);
+	if (!proc_gone_within(kids[0], 3000)) {
+		kill(kids[0], SIGKILL);
+		TEST__FAIL("the daemon (pid %d) went on trying after its mount "
+			   "command died",
+			   (int)kids[0]);
+	}
+	close(lfd);
+	unlink(log);
+	rmdir(dir);
+	close(silent.lfd);
+	return 0;
+}
+
+/*
+ * Item: memory stays bounded by what is in flight, not by the I/O done:
+ * 4 writers of 256 MiB with wbuf=8, then the daemon gives back what it
+ * no longer uses.
+ */
+static unsigned long status_kib(pid_t pid, const char *field)
+{
+	char path[64], line[256];
+	unsigned long v = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "r");
+	ASSERT_NOT_NULL(f);
+	while (fgets(line, sizeof(line), f))
+		if (strncmp(line, field, strlen(field)) == 0)
+			v = strtoul(line + strlen(field), NULL, 10);
+	fclose(f);
+	return v;
+}
+
+TEST_IMPL(fault_memory_bounded)
+{
+	pid_t pid[4];
+	int fd[4];
+	unsigned long hwm, rss;
+	uint64_t end;
+	struct mnt m;
+	struct srv s;
+
+	mnt_fresh(&m, &s, "wbuf=8");
+	for (unsigned k = 0; k < 4; k++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "f%u", k);
+		pid[k] = start_writer(syncing_writer, mpath(&m, name), k,
+				      256ull * MIB, &fd[k]);
+	}
+	for (unsigned k = 0; k < 4; k++) {
+		struct report r;
+
+		ASSERT(read_report(fd[k], &r, 60000));
+		ASSERT_EQ(r.err, 0);
+		ASSERT_EQ(waitpid(pid[k], NULL, 0), pid[k]);
+		close(fd[k]);
+	}
+	hwm = status_kib(m.pid, "VmHWM:");
+	/* Idle slabs are given back within a second or two. */
+	end = test_now_ns() + 5000000000ull;
+	do {
+		test_sleep_ms(200);
+		rss = status_kib(m.pid, "VmRSS:");
+	} while (rss > 64 * 1024 && test_now_ns() < end);
+	fprintf(stderr, "# after 1 GiB written: peak %lu MiB, now %lu MiB\n",
+		hwm / 1024, rss / 1024);
+	/* 4 x wbuf for the mount, 16 MiB on the way per file, the rest. */
+	ASSERT_LT(hwm, 200ul * 1024);
+	ASSERT_LT(rss, 64ul * 1024);
+	mnt_stop(&m);
+	return 0;
+}
+
+/*
+ * Item: where no syslog listens, a daemon in the background logs to the
+ * stderr it was started with (with one, to logfile=): kill -USR1's task
+ * dump is not lost.
+ */
+static bool syslog_listens(void)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX, .sun_path = "/dev/log"};
+	int fd = socket(AF_UNIX, SOCK_DGRAM, 0);
+	bool ok = fd >= 0 &&
+		  connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+
+	if (fd >= 0)
+		close(fd);
+	return ok;
+}
+
+TEST_IMPL(fault_background_logs_kept)
+{
+	char dir[] = "/tmp/intrfs-test-mnt.XXXXXX", log[] =
+		"/tmp/intrfs-test-log.XXXXXX", src[600], opts[1024], buf[16384];
+	bool syslog = syslog_listens();
+	uint64_t end;
+	pid_t cmd, daemon = 0;
+	struct srv s;
+	int lfd, st;
+
+	srv_get(&s);
+	ASSERT_NOT_NULL(mkdtemp(dir));
+	lfd = mkstemp(log);
+	ASSERT_GE(lfd, 0);
+	snprintf(src, sizeof(src), "%s:%s", s.server, s.export_dir);
+	snprintf(opts, sizeof(opts), "port=%u,mountport=%u%s%s", s.nfs_port,
+		 s.mount_port, syslog ? ",logfile=" : "", syslog ? log : "");
+	fprintf(stderr, "# %s\n", syslog ? "a syslog listens: logfile=" :
+					   "no syslog: stderr");
+	fflush(NULL);
+	cmd = fork();
+	ASSERT_GE(cmd, 0);
+	if (cmd == 0) {
+		dup2(lfd, 2);
+		execl(s.intrfs, "intrfs", src, dir, "-o", opts, (char *)NULL);
+		_exit(127);
+	}
+	/* The command returns once mounted; the daemon goes on. */
+	ASSERT_EQ(waitpid(cmd, &st, 0), cmd);
+	ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	end = test_now_ns() + 5000000000ull;
+	for (;;) {
+		ssize_t got = pread(lfd, buf, sizeof(buf) - 1, 0);
+		const char *p;
+
+		buf[got > 0 ? got : 0] = '\0';
+		p = strstr(buf, ", pid ");
+		if (p && strstr(buf, "mounted") && sscanf(p + 6, "%d", &daemon) == 1)
+			break;
+		if (test_now_ns() > end) {
+			umount2(dir, MNT_DETACH);
+			TEST__FAIL("the daemon's log does not say it mounted:\n%s",
+				   buf);
+		}
+		test_sleep_ms(20);
+	}
+	ASSERT_EQ(kill(daemon, SIGUSR1), 0);
+	end = test_now_ns() + 5000000000ull;
+	for (;;) {
+		ssize_t got = pread(lfd, buf, sizeof(buf) - 1, 0);
+
+		buf[got > 0 ? got : 0] = '\0';
+		if (strstr(buf, "intrfs: tasks on"))
+			break;
+		if (test_now_ns() > end) {
+			umount2(dir, MNT_DETACH);
+			TEST__FAIL("kill -USR1's dump is not in the log:\n%s",
+				   buf);
+		}
+		test_sleep_ms(20);
+	}
+	end = test_now_ns() + 5000000000ull;
+	while (umount2(dir, 0) < 0) {
+		int err = errno;
+
+		if (err != EBUSY || test_now_ns() > end) {
+			umount2(dir, MNT_DETACH);
+			TEST__FAIL("umount %s: %s", dir, strerror(err));
+		}
+		test_sleep_ms(50);
+	}
+	ASSERT(proc_gone_within(daemon, 15000));
+	close(lfd);
+	unlink(log);
+	rmdir(dir);
+	return 0;
+}
