@@ -15,9 +15,16 @@
  *
  * Writes go UNSTABLE and are kept (node->dirty) until a COMMIT says the
  * server has them on stable storage: at fsync, at flush (so close() reports
- * errors), and when a file's uncommitted data passes wbuf= MiB.  A write
- * whose verifier differs from the COMMIT's was lost when the server
- * restarted: it is sent again, FILE_SYNC.
+ * errors), and when a file's uncommitted data passes wbuf= MiB (or the
+ * mount's, four times that).  A write whose verifier differs from the
+ * COMMIT's was lost when the server restarted: it is sent again, FILE_SYNC.
+ *
+ * What the Linux NFS client does beyond the protocol lives beside: the
+ * access cache and entry timeouts (access.c) answer open, opendir, access
+ * and truncate by path; unlink and rename of files still open go through
+ * silly rename (silly.c); open(O_TRUNC) truncates in the open; and the
+ * kernel's clearing of setuid/setgid on a write by another than the owner
+ * is done with the daemon's credentials (kills_priv()).
  */
 #include "fusefs_i.h"
 

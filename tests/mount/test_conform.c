@@ -530,8 +530,8 @@ static int chmod_strip(const char *path)
 }
 
 /*
- * Each row is run twice as the user: on a file of the export directory
- * itself (the local file system, the reference) and through the mount;
+ * Each row is run twice as the user: on a local file (the reference) and
+ * on one through the mount;
  * the errno, the mode and the size must be the same.  Which bits a write
  * clears depends on the kernel (setgid without group x too, since 6.2).
  */
@@ -552,22 +552,27 @@ TEST_IMPL(conform_setuid_write)
 		/* Only the kernel's clearing is done for the user. */
 		{"chmod of someone else's setuid file", chmod_strip, 06777},
 	};
+	/* The reference files: where the user can reach them locally. */
+	char refdir[] = "/tmp/intrfs-test-ref.XXXXXX";
 	struct mnt m;
 	struct srv s;
 
 	srv_get(&s);
+	ASSERT_NOT_NULL(mkdtemp(refdir));
+	ASSERT_EQ(chmod(refdir, 0755), 0);
 	mnt_start(&m, &s, "allow_other");
 	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		char name[16], ref[16];
+		char name[16], ref[sizeof(refdir) + 16];
 		struct stat st, want;
 		int got, local;
 
 		snprintf(name, sizeof(name), "su%u", i);
-		snprintf(ref, sizeof(ref), "ref%u", i);
-		write_file(lpath(&m, ref), "ab", 2);
-		ASSERT_EQ(chmod(lpath(&m, ref), cases[i].mode), 0);
-		local = AS_USER(cases[i].op, lpath(&m, ref));
-		lstat_ok(lpath(&m, ref), &want);
+		snprintf(ref, sizeof(ref), "%s/ref%u", refdir, i);
+		write_file(ref, "ab", 2);
+		ASSERT_EQ(chmod(ref, cases[i].mode), 0);
+		local = AS_USER(cases[i].op, ref);
+		lstat_ok(ref, &want);
+		unlink(ref);
 
 		write_file(mpath(&m, name), "ab", 2);
 		ASSERT_EQ(chmod(mpath(&m, name), cases[i].mode), 0);
@@ -586,6 +591,7 @@ TEST_IMPL(conform_setuid_write)
 		lstat_ok(mpath(&m, name), &st);
 		ASSERT_EQ(st.st_mode & 07777, want.st_mode & 07777);
 	}
+	rmdir(refdir);
 	mnt_stop(&m);
 	return 0;
 }
