@@ -22,7 +22,7 @@
 /* A slab holds the largest write or read with its header. */
 #define SLAB_SIZE (NC_MAX_IO + 4096u)
 #define IDLE_NS 1000000000ull
-#define IDLE_KEEP 4
+#define IDLE_KEEP 16
 
 struct buf_hdr {
 	struct buf_hdr *next; /* on the free list */
