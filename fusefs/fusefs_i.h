@@ -149,9 +149,13 @@ struct intrfs {
 
 	/* Open handles of regular files: unlink and rename look then. */
 	_Atomic unsigned open_files;
-	/* Silly rename (silly.c): names made, and the journal's path. */
+	/*
+	 * Silly rename (silly.c): names made, the journal's path, and hidden
+	 * names whose removal failed, tried again at unmount (nodes_lock).
+	 */
 	_Atomic unsigned silly_seq;
 	char *silly_journal;
+	struct silly_left *silly_left;
 
 	/*
 	 * Kernel entries to invalidate (notify.c): queued by workers, sent by
@@ -308,8 +312,11 @@ void silly_remove(struct job *j, struct node *n, char *name);
  * died left behind, and logs what it could not.
  */
 void silly_recover(struct intrfs *fs);
-/* At unmount: removes every hidden name still there. */
-void silly_cleanup(struct intrfs *fs);
+/*
+ * At unmount: removes every hidden name still there (those of files still
+ * open, those whose removal failed) if the server answers, else logs them.
+ */
+void silly_cleanup(struct intrfs *fs, bool server_answers);
 
 /* workers.c */
 int workers_start(struct intrfs *fs);

@@ -667,6 +667,7 @@ static int run(struct intrfs *fs, const struct cmdline *cl,
 	int fargc = 0, rc;
 	struct fuse_args args;
 	struct fuse_loop_config *lc;
+	bool drained;
 
 	snprintf(fuse_opts, sizeof(fuse_opts), "%s%ssubtype=intrfs%s%s",
 		 oc->fuse_opts, oc->fuse_opts[0] ? "," : "",
@@ -737,14 +738,14 @@ static int run(struct intrfs *fs, const struct cmdline *cl,
 	 * Unmounted.  Writes already answered are still owed to the server:
 	 * give them time, then end every call still waiting.
 	 */
-	if (!workers_drain(fs, UNMOUNT_DRAIN_S))
+	drained = workers_drain(fs, UNMOUNT_DRAIN_S);
+	if (!drained)
 		fprintf(stderr,
 			PROG ": server %s has not answered every request %d s "
 			     "after the unmount: giving up on them (written "
 			     "data may be lost)\n",
 			nc_client_server(fs->nc), UNMOUNT_DRAIN_S);
-	else
-		silly_cleanup(fs);
+	silly_cleanup(fs, drained);
 	nc_client_shutdown(fs->nc);
 	if (dumper) {
 		atomic_store(&dumper_stop, true);

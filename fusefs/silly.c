@@ -38,6 +38,14 @@
 #define SILLY_NAME_MAX 64
 #define LINE_MAX_LEN (32 * 3 + 2 * NC_FHSIZE + SILLY_NAME_MAX + 8)
 
+/* A hidden name to remove: at unmount, or after a removal that failed. */
+struct silly_left {
+	struct silly_left *next;
+	struct nc_fh dir;
+	struct nc_cred cr;
+	char name[SILLY_NAME_MAX];
+};
+
 /* The journal. */
 
 static void fh_hex(const struct nc_fh *fh, char *out)
@@ -292,14 +300,26 @@ void silly_remove(struct job *j, struct node *n, char *name)
 	cr = n->silly_cred;
 	pthread_mutex_unlock(&fs->nodes_lock);
 	rc = nc_remove(fs->nc, &cr, &dir, name);
-	if (rc == 0 || rc == -ENOENT || rc == -ESTALE)
+	if (rc == 0 || rc == -ENOENT || rc == -ESTALE) {
 		journal_note(fs, &cr, &dir, name, false);
-	else
+	} else {
+		struct silly_left *l = calloc(1, sizeof(*l));
+
 		fprintf(stderr,
 			"intrfs: could not remove %s, the hidden name of a "
-			"file unlinked while open: %s (the next mount of %s "
-			"tries again)\n",
-			name, strerror(-rc), nc_client_server(fs->nc));
+			"file unlinked while open: %s (tried again at "
+			"unmount)\n",
+			name, strerror(-rc));
+		if (l) {
+			l->dir = dir;
+			l->cr = cr;
+			snprintf(l->name, sizeof(l->name), "%s", name);
+			pthread_mutex_lock(&fs->nodes_lock);
+			l->next = fs->silly_left;
+			fs->silly_left = l;
+			pthread_mutex_unlock(&fs->nodes_lock);
+		}
+	}
 	free(name);
 }
 
@@ -437,17 +457,10 @@ void silly_recover(struct intrfs *fs)
 			nc_client_server(fs->nc));
 }
 
-struct leftover {
-	struct leftover *next;
-	struct nc_fh dir;
-	struct nc_cred cr;
-	char name[SILLY_NAME_MAX];
-};
-
 /* Called with nodes_lock held (nodes_foreach). */
 static void collect(struct node *n, void *arg)
 {
-	struct leftover **list = arg, *l;
+	struct silly_left **list = arg, *l;
 
 	if (!n->silly_name)
 		return;
@@ -463,20 +476,43 @@ static void collect(struct node *n, void *arg)
 	*list = l;
 }
 
-void silly_cleanup(struct intrfs *fs)
+void silly_cleanup(struct intrfs *fs, bool server_answers)
 {
 	struct task_attr attr = {"silly-cleanup", fs->o.policy, NULL};
-	struct leftover *list = NULL;
+	struct silly_left *list = NULL;
 	task_t *t;
 
 	nodes_foreach(fs, collect, &list);
+	pthread_mutex_lock(&fs->nodes_lock);
+	while (fs->silly_left) {
+		struct silly_left *l = fs->silly_left;
+
+		fs->silly_left = l->next;
+		l->next = list;
+		list = l;
+	}
+	pthread_mutex_unlock(&fs->nodes_lock);
 	if (!list)
 		return;
+	if (!server_answers) {
+		/* The journal keeps them for the next mount. */
+		while (list) {
+			struct silly_left *l = list;
+
+			fprintf(stderr,
+				"intrfs: %s left on %s (the next mount "
+				"removes it)\n",
+				l->name, nc_client_server(fs->nc));
+			list = l->next;
+			free(l);
+		}
+		return;
+	}
 	t = task_create(&attr);
 	if (t)
 		task_enter(t);
 	while (list) {
-		struct leftover *l = list;
+		struct silly_left *l = list;
 		int rc = t ? nc_remove(fs->nc, &l->cr, &l->dir, l->name) :
 			     -ENOMEM;
 

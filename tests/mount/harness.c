@@ -339,6 +339,23 @@ void mnt_read_log(const struct mnt *m, char *buf, size_t len)
 		close(fd);
 }
 
+void mnt_wait_log(const struct mnt *m, const char *what, unsigned ms)
+{
+	uint64_t end = test_now_ns() + (uint64_t)ms * 1000000u;
+	char log[16384];
+
+	for (;;) {
+		mnt_read_log(m, log, sizeof(log));
+		if (strstr(log, what))
+			return;
+		if (test_now_ns() > end)
+			TEST__FAIL("the daemon did not log \"%s\" within %u ms:"
+				   "\n%s",
+				   what, ms, log);
+		test_sleep_ms(20);
+	}
+}
+
 void mnt_start(struct mnt *m, const struct srv *s, const char *opts)
 {
 	uint64_t end = test_now_ns() + MOUNT_DEADLINE_MS * 1000000ull;

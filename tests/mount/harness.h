@@ -75,6 +75,8 @@ unsigned children_of(pid_t parent, pid_t *out, unsigned max);
 bool proc_gone_within(pid_t pid, unsigned timeout_ms);
 /* What the daemon has logged so far. */
 void mnt_read_log(const struct mnt *m, char *buf, size_t len);
+/* Waits up to ms for the daemon to log what; fails the test if it does not. */
+void mnt_wait_log(const struct mnt *m, const char *what, unsigned ms);
 /* Paths inside the mount and on the export. */
 const char *mpath(const struct mnt *m, const char *rel);
 const char *lpath(const struct mnt *m, const char *rel);

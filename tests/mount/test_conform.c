@@ -12,6 +12,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -304,6 +305,71 @@ TEST_IMPL(conform_silly_after_daemon_death)
 	mnt_read_log(&m2, log, sizeof(log));
 	ASSERT_CONTAINS(log, "removed 1 hidden file");
 	mnt_stop(&m2);
+	return 0;
+}
+
+/*
+ * A hidden name whose removal at the last close fails is logged, kept, and
+ * removed at unmount.  The user who unlinked the file removes its hidden
+ * name; here it may not write the directory any more when it closes it.
+ */
+TEST_IMPL(conform_silly_removed_at_unmount)
+{
+	int to_child[2], from_child[2];
+	char dir[512], c;
+	struct mnt m;
+	struct srv s;
+	pid_t pid;
+
+	srv_get(&s);
+	mnt_start(&m, &s, "allow_other");
+	ASSERT_EQ(mkdir(mpath(&m, "d"), 0777), 0);
+	ASSERT_EQ(chmod(mpath(&m, "d"), 0777), 0);
+	ASSERT_EQ(pipe(to_child), 0);
+	ASSERT_EQ(pipe(from_child), 0);
+	fflush(NULL);
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		const gid_t g = USER_GID;
+		int fd;
+
+		signal(SIGABRT, SIG_DFL);
+		if (setgroups(1, &g) < 0 || setgid(USER_GID) < 0 ||
+		    setuid(USER_UID) < 0)
+			_exit(2);
+		write_file(mpath(&m, "d/f"), original, sizeof(original) - 1);
+		fd = open(mpath(&m, "d/f"), O_RDONLY);
+		if (fd < 0 || unlink(mpath(&m, "d/f")) < 0)
+			_exit(3);
+		/* Unlinked while open; close when told. */
+		if (write(from_child[1], "u", 1) != 1 ||
+		    read(to_child[0], &c, 1) != 1)
+			_exit(4);
+		_exit(close(fd) < 0 ? 5 : 0);
+	}
+	ASSERT_EQ(read(from_child[0], &c, 1), 1);
+	ASSERT_EQ(silly_names(lpath(&m, "d"), NULL, 0), 1);
+	/* The user may not write the directory now: its removal fails. */
+	ASSERT_EQ(chmod(mpath(&m, "d"), 0755), 0);
+	ASSERT_EQ(write(to_child[1], "c", 1), 1);
+	{
+		int st;
+
+		ASSERT_EQ(waitpid(pid, &st, 0), pid);
+		ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	}
+	mnt_wait_log(&m, "could not remove .nfs", 5000);
+	ASSERT_EQ(silly_names(lpath(&m, "d"), NULL, 0), 1);
+	/* It may again: the unmount removes it. */
+	ASSERT_EQ(chmod(mpath(&m, "d"), 0777), 0);
+	snprintf(dir, sizeof(dir), "%s", lpath(&m, "d"));
+	mnt_stop(&m);
+	ASSERT_EQ(silly_names(dir, NULL, 0), 0);
+	close(to_child[0]);
+	close(to_child[1]);
+	close(from_child[0]);
+	close(from_child[1]);
 	return 0;
 }
 

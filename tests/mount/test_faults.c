@@ -62,23 +62,6 @@ static bool read_count(int fd, uint64_t *v, unsigned timeout_ms)
 	return read(fd, v, sizeof(*v)) == sizeof(*v);
 }
 
-static void wait_log(const struct mnt *m, const char *what, unsigned ms)
-{
-	uint64_t end = test_now_ns() + (uint64_t)ms * 1000000u;
-	char log[16384];
-
-	for (;;) {
-		mnt_read_log(m, log, sizeof(log));
-		if (strstr(log, what))
-			return;
-		if (test_now_ns() > end)
-			TEST__FAIL("the daemon did not log \"%s\" within %u ms:"
-				   "\n%s",
-				   what, ms, log);
-		test_sleep_ms(20);
-	}
-}
-
 /* A writer that reports: bytes written so far, then how it ended. */
 struct report {
 	uint64_t bytes;
@@ -237,7 +220,7 @@ TEST_IMPL(fault_soft_write_fails_in_time)
 		/* The major timeout of a call that began at the fault, or
 		 * of one that began just before it and failed the next. */
 		ASSERT_LT(r.end_ns - t0, 4500000000ull);
-		wait_log(&m, "not responding, timed out", 1000);
+		mnt_wait_log(&m, "not responding, timed out", 1000);
 		mnt_stop(&m);
 	}
 	return 0;
@@ -632,7 +615,7 @@ TEST_IMPL(fault_partition_heals_promptly)
 	ASSERT_EQ(r.err, 0);
 	ASSERT_LT((int64_t)(r.end_ns - healed), 10000000000ll);
 	assert_pattern(lpath(&m, "f"), 0, 32 * MIB);
-	wait_log(&m, "acknowledged nothing", 1000);
+	mnt_wait_log(&m, "acknowledged nothing", 1000);
 	mnt_stop(&m);
 	return 0;
 }
