@@ -425,21 +425,21 @@ static mode_t priv_bits(const struct nc_cred *cr, mode_t mode, uint32_t gid)
  * its owner, and not in chmod(2): the kernel's clearing.
  */
 static bool kills_priv(struct job *j, struct node *n,
-		       const struct nc_sattr *sa, mode_t *cur)
+		       const struct nc_sattr *sa)
 {
-	mode_t gone;
+	mode_t cur, gone;
 	uid_t owner;
 
 	pthread_mutex_lock(&j->fs->nodes_lock);
-	*cur = n->mode & 07777;
+	cur = n->mode & 07777;
 	owner = n->uid;
 	pthread_mutex_unlock(&j->fs->nodes_lock);
-	gone = *cur & ~sa->mode;
+	gone = cur & ~sa->mode;
 	return (sa->set & NC_SET_MODE) &&
 	       !(sa->set & (NC_SET_UID | NC_SET_GID)) && j->cred.uid != 0 &&
 	       j->cred.uid != owner && gone &&
 	       (gone & ~(mode_t)(S_ISUID | S_ISGID)) == 0 &&
-	       (sa->mode & ~*cur) == 0 && !caller_in_chmod(j->tid);
+	       (sa->mode & ~cur) == 0 && !caller_in_chmod(j->tid);
 }
 
 /* Sets n's mode to mode as the daemon; a is the result. */
@@ -458,7 +458,6 @@ static int run_setattr(struct job *j)
 	struct node *n = node_of(j->fs, j->ino);
 	struct nc_sattr sa = {0};
 	struct nc_attr a;
-	mode_t cur;
 	int rc;
 
 	if (j->to_set & FUSE_SET_ATTR_MODE) {
@@ -489,7 +488,7 @@ static int run_setattr(struct job *j)
 		sa.set |= NC_SET_MTIME;
 		sa.mtime = j->attr.st_mtim;
 	}
-	if (kills_priv(j, n, &sa, &cur)) {
+	if (kills_priv(j, n, &sa)) {
 		/* The writer's part as the writer, the kernel's as us. */
 		mode_t mode = sa.mode;
 
