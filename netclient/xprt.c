@@ -42,7 +42,9 @@
  * the XID table and every call's state; it is held only for short sections
  * (never across a socket wait), so it is taken without an interruptible
  * wait.  The socket fd is closed only by the receiver thread, so that it
- * never reads a descriptor that has been reused.
+ * never reads a descriptor that has been reused, and only with send_lock
+ * held, so that no sender writes to one: a sender checks, with send_lock
+ * held, that its connection is still the current one.
  */
 #include "netclient_i.h"
 
@@ -659,7 +661,7 @@ static ssize_t send_from(int fd, const struct nc_call *call, size_t off)
  * connection was reset.
  */
 static int send_record(struct nc_xprt *x, struct nc_call *call, int fd,
-		       uint64_t deadline)
+		       uint64_t gen, uint64_t deadline)
 {
 	uint64_t giveup = call->giveup_ns;
 	size_t total = call->rec_len + call->tail_len, off = 0;
@@ -701,7 +703,7 @@ static int send_record(struct nc_xprt *x, struct nc_call *call, int fd,
 		/* Cut mid-record: the stream cannot be trusted any more. */
 		task_mutex_lock_nofail(&x->lock);
 		count(&x->stats->partial_resets);
-		if (x->fd == fd)
+		if (x->gen == gen)
 			xprt_disconnect(x, true);
 		task_mutex_unlock(&x->lock);
 		if (rc == -ETIMEDOUT)
@@ -829,7 +831,19 @@ static int xprt_send_pending(struct nc_xprt *x, struct nc_call *calls,
 		rc = task_mutex_lock(&x->send_lock, TASK_INTERRUPTIBLE,
 				     until(call->deadline_ns));
 		if (rc == 0) {
-			rc = send_record(x, call, fd, call->deadline_ns);
+			bool current;
+
+			/*
+			 * The socket is closed only with send_lock held: if
+			 * its connection is still the current one, fd is
+			 * still that socket (not a number reused since).
+			 */
+			task_mutex_lock_nofail(&x->lock);
+			current = x->gen == gen && x->conn == CONN_UP;
+			task_mutex_unlock(&x->lock);
+			rc = current ? send_record(x, call, fd, gen,
+						   call->deadline_ns) :
+				       -ECONNRESET;
 			task_mutex_unlock(&x->send_lock);
 		}
 
@@ -849,7 +863,7 @@ static int xprt_send_pending(struct nc_xprt *x, struct nc_call *calls,
 			count(&x->stats->major_timeouts);
 			call_finish(x, call, soft_timeout(x));
 		} else if (rc == -ECONNRESET) {
-			if (x->fd == fd)
+			if (x->gen == gen)
 				xprt_disconnect(x, false);
 		}
 		/* -ETIMEDOUT: the wait below runs the timeout at once. */
@@ -1324,9 +1338,22 @@ static void *rx_main(void *arg)
 		int fd;
 
 		if (x->closing_fd >= 0) {
-			close_reset(x->closing_fd);
+			int cfd = x->closing_fd;
+
+			/*
+			 * A sender may still be inside send_record() with it
+			 * (woken by the shutdown, about to see the error):
+			 * close it only when none is, so that no sender ever
+			 * writes to a number that a new socket took.
+			 */
+			task_mutex_unlock(&x->lock);
+			task_mutex_lock_nofail(&x->send_lock);
+			close_reset(cfd);
+			task_mutex_unlock(&x->send_lock);
+			task_mutex_lock_nofail(&x->lock);
 			x->closing_fd = -1;
 			task_cond_broadcast(&x->conn_cond);
+			continue;
 		}
 		if (x->stop)
 			break;

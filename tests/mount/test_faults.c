@@ -605,9 +605,17 @@ TEST_IMPL(fault_partition_heals_promptly)
 	test_sleep_ms(PARTITION_S * 1000);
 	net_heal();
 	healed = test_now_ns();
-	if (!read_report(fd, &r, 60000))
+	if (!read_report(fd, &r, 60000)) {
+		char log[16384];
+
+		/* What each task waits on, for whoever reads the failure. */
+		kill(m.pid, SIGUSR1);
+		test_sleep_ms(300);
+		mnt_read_log(&m, log, sizeof(log));
 		TEST__FAIL("the writer is not done 60 s after the partition "
-			   "healed");
+			   "healed; the daemon's log:\n%s",
+			   log);
+	}
 	ASSERT_EQ(waitpid(pid, NULL, 0), pid);
 	close(fd);
 	fprintf(stderr, "# done %.2f s after the partition healed\n",
