@@ -84,8 +84,9 @@ static struct access_entry **find(struct node *n, const struct nc_cred *cr)
 	return NULL;
 }
 
-int access_cached(struct intrfs *fs, struct node *n, const struct nc_cred *cr,
-		  uint32_t want)
+/* From the cache only: 1 granted, 0 refused, -1 not known. */
+static int access_cached(struct intrfs *fs, struct node *n,
+			 const struct nc_cred *cr, uint32_t want)
 {
 	struct access_entry **p;
 	int r = -1;

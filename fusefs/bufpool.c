@@ -171,7 +171,6 @@ void bufpool_stop(void)
 		pthread_join(trimmer, NULL);
 		trimmer_running = false;
 	}
-	trim(UINT64_MAX);
 	pthread_mutex_lock(&pool_lock);
 	while (idle) {
 		struct buf_hdr *h = idle;

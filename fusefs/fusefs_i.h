@@ -245,17 +245,15 @@ struct node *node_lookup(struct intrfs *fs, const struct nc_fh *fh,
 void node_forget(struct intrfs *fs, fuse_ino_t ino, uint64_t n);
 /* The node of fh if there is one, pinned (node_unpin()); NULL if not. */
 struct node *node_find_pin(struct intrfs *fs, const struct nc_fh *fh);
-void node_pin(struct intrfs *fs, struct node *n);
 void node_unpin(struct intrfs *fs, struct node *n);
 /* A file handle opened and released on n. */
 void node_open(struct intrfs *fs, struct node *n);
 /*
- * Drops one open; returns true when it was the last, with n's silly name
- * (if any) handed to the caller in *silly (free it).  n stays valid until
- * the caller's node_unpin(), node_close() pins it first.
+ * Drops one open and pins n (the caller's node_unpin() lets it go); on the
+ * last close, returns n's silly name, if it has one, for the caller to
+ * remove and free.
  */
-bool node_close(struct intrfs *fs, struct node *n, char **silly);
-bool node_is_open(struct intrfs *fs, struct node *n);
+char *node_close(struct intrfs *fs, struct node *n);
 /*
  * Records what the server said of n.  Returns true when n is a directory
  * that every user could search before and not any more (its cached
@@ -275,9 +273,6 @@ void nodes_foreach(struct intrfs *fs, void (*fn)(struct node *n, void *arg),
  * the error of the ACCESS call that had to be made.
  */
 int access_check(struct job *j, struct node *n, uint32_t want);
-/* From the cache only: 1 granted, 0 refused, -1 not known. */
-int access_cached(struct intrfs *fs, struct node *n, const struct nc_cred *cr,
-		  uint32_t want);
 void access_drop(struct node *n);
 /* How long the kernel may keep an entry under parent (seconds). */
 double entry_timeout(struct intrfs *fs, struct node *parent, const char *name,

@@ -165,13 +165,6 @@ struct node *node_find_pin(struct intrfs *fs, const struct nc_fh *fh)
 	return n;
 }
 
-void node_pin(struct intrfs *fs, struct node *n)
-{
-	pthread_mutex_lock(&fs->nodes_lock);
-	n->pins++;
-	pthread_mutex_unlock(&fs->nodes_lock);
-}
-
 void node_unpin(struct intrfs *fs, struct node *n)
 {
 	bool gone;
@@ -193,37 +186,24 @@ void node_open(struct intrfs *fs, struct node *n)
 	atomic_fetch_add_explicit(&fs->open_files, 1, memory_order_relaxed);
 }
 
-bool node_close(struct intrfs *fs, struct node *n, char **silly)
+char *node_close(struct intrfs *fs, struct node *n)
 {
-	bool last;
+	char *silly = NULL;
 
 	pthread_mutex_lock(&fs->nodes_lock);
 	n->pins++;
 	/* A release for an open never counted (its answer failed) is none. */
 	if (!n->opens) {
 		pthread_mutex_unlock(&fs->nodes_lock);
-		*silly = NULL;
-		return false;
+		return NULL;
 	}
-	last = --n->opens == 0;
-	*silly = NULL;
-	if (last) {
-		*silly = n->silly_name;
+	if (--n->opens == 0) {
+		silly = n->silly_name;
 		n->silly_name = NULL;
 	}
 	pthread_mutex_unlock(&fs->nodes_lock);
 	atomic_fetch_sub_explicit(&fs->open_files, 1, memory_order_relaxed);
-	return last;
-}
-
-bool node_is_open(struct intrfs *fs, struct node *n)
-{
-	bool open;
-
-	pthread_mutex_lock(&fs->nodes_lock);
-	open = n->opens > 0;
-	pthread_mutex_unlock(&fs->nodes_lock);
-	return open;
+	return silly;
 }
 
 /* Every user may search a directory of this mode. */

@@ -256,10 +256,10 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
 		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
 	/*
-	 * The server clears setuid and setgid on WRITE, truncate and chown
-	 * itself; without this the kernel sends a mode SETATTR as the
-	 * writer first, which the server refuses a writer who is not the
-	 * owner.  open(O_TRUNC) truncates in the open (run_open).
+	 * Asked for, as the file system clears setuid and setgid itself,
+	 * but libfuse 3.14 does not pass it on: kills_priv() takes the
+	 * kernel's SETATTR instead.  open(O_TRUNC) truncates in the open
+	 * (run_open).
 	 */
 	if (conn->capable & FUSE_CAP_HANDLE_KILLPRIV)
 		conn->want |= FUSE_CAP_HANDLE_KILLPRIV;
@@ -686,9 +686,9 @@ static int run_create(struct job *j)
  */
 static void open_refused(struct job *j, struct node *n)
 {
-	char *silly;
+	char *silly = node_close(j->fs, n);
 
-	if (node_close(j->fs, n, &silly) && silly) {
+	if (silly) {
 		task_enter(j->task);
 		silly_remove(j, n, silly);
 		task_leave(j->task);
@@ -855,6 +855,7 @@ static int run_open(struct job *j)
 		struct nc_sattr sa = {.set = NC_SET_SIZE | NC_SET_MTIME_NOW};
 		struct nc_attr a;
 		struct stat st;
+		mode_t kill;
 
 		FS_REGION_BEGIN(j->fs, "open: truncate (O_TRUNC)");
 		rc = truncate_node(j, n, &sa, &a);
@@ -862,12 +863,12 @@ static int run_open(struct job *j)
 		 * A truncate by another than the owner clears setuid and
 		 * setgid; the kernel drops that on an atomic O_TRUNC open.
 		 */
-		if (rc == 0 && j->cred.uid && j->cred.uid != a.uid &&
-		    priv_bits(&j->cred, a.mode, a.gid))
-			rc = set_mode_as_daemon(
-				j, n, a.mode & 07777 &
-					      ~priv_bits(&j->cred, a.mode, a.gid),
-				&a);
+		kill = rc == 0 && j->cred.uid && j->cred.uid != a.uid ?
+			       priv_bits(&j->cred, a.mode, a.gid) :
+			       0;
+		if (kill)
+			rc = set_mode_as_daemon(j, n, a.mode & 07777 & ~kill,
+						&a);
 		FS_REGION_END(j->fs);
 		if (rc)
 			return rc;
@@ -1323,11 +1324,10 @@ static void op_release(fuse_req_t req, fuse_ino_t ino,
 {
 	struct intrfs *fs = FS(req);
 	struct node *n = node_of(fs, ino);
-	char *silly;
+	/* Pinned until the release is done: a FORGET may come meanwhile. */
+	char *silly = node_close(fs, n);
 	struct job *j;
 
-	/* Pinned until the release is done: a FORGET may come meanwhile. */
-	node_close(fs, n, &silly);
 	if (!silly && nothing_to_sync(req, ino)) {
 		fuse_reply_err(req, 0);
 		node_unpin(fs, n);

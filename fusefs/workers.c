@@ -59,17 +59,17 @@ static uint64_t now_ns(void)
 /* Interrupts. */
 
 /*
- * Reads /proc/<tid>/status into buf (NUL-terminated); false when the thread
- * is gone or the read fails.  One open and one read: the file is about
- * 1.5 KiB.
+ * Reads /proc/<tid>/<file> into buf (NUL-terminated); false when the
+ * thread is gone or the read fails.  One open and one read: the files read
+ * here (status, stat, syscall) are at most about 1.5 KiB.
  */
-static bool read_status(pid_t tid, char *buf, size_t len)
+static bool read_proc(pid_t tid, const char *file, char *buf, size_t len)
 {
 	char path[64];
 	ssize_t n;
 	int fd;
 
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)tid, file);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return false;
@@ -87,20 +87,11 @@ static bool read_status(pid_t tid, char *buf, size_t len)
 /* True when thread tid is on its way out (its exit path closes files). */
 static bool caller_exiting(pid_t tid)
 {
-	char path[64], buf[1024], *p;
+	char buf[1024], *p;
 	unsigned long flags;
-	ssize_t n;
-	int fd;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)tid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (!read_proc(tid, "stat", buf, sizeof(buf)))
 		return true; /* gone already */
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return true;
-	buf[n] = '\0';
 	/* The name may hold spaces and parentheses: the last ')' ends it. */
 	p = strrchr(buf, ')');
 	if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %lu", &flags) != 1)
@@ -130,7 +121,7 @@ static bool caller_fatal(pid_t tid)
 {
 	char buf[STATUS_MAX];
 
-	if (!read_status(tid, buf, sizeof(buf)))
+	if (!read_proc(tid, "status", buf, sizeof(buf)))
 		return true; /* the caller is gone: nothing is waiting */
 	return kill_bit(buf, "\nSigPnd:") || kill_bit(buf, "\nShdPnd:") ||
 	       caller_exiting(tid);
@@ -146,7 +137,7 @@ static unsigned caller_groups(pid_t tid, uint32_t *groups, unsigned max)
 	char buf[STATUS_MAX], *p, *end;
 	unsigned n = 0;
 
-	if (!read_status(tid, buf, sizeof(buf)))
+	if (!read_proc(tid, "status", buf, sizeof(buf)))
 		return 0;
 	p = strstr(buf, "\nGroups:");
 	if (!p)
@@ -165,20 +156,11 @@ static unsigned caller_groups(pid_t tid, uint32_t *groups, unsigned max)
 
 bool caller_in_chmod(pid_t tid)
 {
-	char path[64], buf[64];
-	ssize_t n;
+	char buf[64];
 	long nr;
-	int fd;
 
-	snprintf(path, sizeof(path), "/proc/%d/syscall", (int)tid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (!read_proc(tid, "syscall", buf, sizeof(buf)))
 		return false;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = '\0';
 	nr = strtol(buf, NULL, 10);
 	return nr == SYS_chmod || nr == SYS_fchmod || nr == SYS_fchmodat;
 }
@@ -251,6 +233,7 @@ static void on_interrupt(fuse_req_t req, void *data)
 	handle_interrupt(j);
 	job_put(j);
 }
+
 /*
  * A forced request (flush: close(2) and the exit path) gets no INTERRUPT,
  * and its caller sleeps uninterruptibly until it is answered.  When the

@@ -235,6 +235,19 @@ TEST_IMPL(conform_unlinked_while_open)
 	return 0;
 }
 
+/* Makes name, opens it, unlinks it: one hidden name; returns the fd. */
+static int open_unlinked(const struct mnt *m, const char *name)
+{
+	int fd;
+
+	write_file(mpath(m, name), original, sizeof(original) - 1);
+	fd = open(mpath(m, name), O_RDONLY);
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(unlink(mpath(m, name)), 0);
+	ASSERT_EQ(silly_names(lpath(m, ""), NULL, 0), 1);
+	return fd;
+}
+
 /* Unlinking the hidden name of a file still open is refused, as on Linux. */
 TEST_IMPL(conform_silly_name_busy)
 {
@@ -245,10 +258,7 @@ TEST_IMPL(conform_silly_name_busy)
 
 	srv_get(&s);
 	mnt_start(&m, &s, "");
-	write_file(mpath(&m, "f"), original, sizeof(original) - 1);
-	fd = open(mpath(&m, "f"), O_RDONLY);
-	ASSERT_GE(fd, 0);
-	ASSERT_EQ(unlink(mpath(&m, "f")), 0);
+	fd = open_unlinked(&m, "f");
 	ASSERT_EQ(silly_names(lpath(&m, ""), silly, sizeof(silly)), 1);
 	snprintf(path, sizeof(path), "%s/%s", m.dir, silly);
 	ASSERT_EQ(unlink(path), -1);
@@ -286,11 +296,7 @@ TEST_IMPL(conform_silly_after_daemon_death)
 
 	srv_get(&s);
 	mnt_start(&m, &s, "");
-	write_file(mpath(&m, "f"), original, sizeof(original) - 1);
-	fd = open(mpath(&m, "f"), O_RDONLY);
-	ASSERT_GE(fd, 0);
-	ASSERT_EQ(unlink(mpath(&m, "f")), 0);
-	ASSERT_EQ(silly_names(lpath(&m, ""), NULL, 0), 1);
+	fd = open_unlinked(&m, "f");
 	snprintf(dead_dir, sizeof(dead_dir), "%s", m.local);
 	ASSERT_EQ(kill(m.pid, SIGKILL), 0);
 	ASSERT_EQ(waitpid(m.pid, &status, 0), m.pid);

@@ -628,6 +628,30 @@ static void *sender_main(void *arg)
 	return NULL;
 }
 
+/*
+ * Starts s's sender thread on x in a task of policy: returns once it is in
+ * its region and about to call.  sender_end() joins it and frees its task.
+ */
+static void sender_start(struct sender *s, struct nc_xprt *x,
+			 enum region_policy policy, pthread_t *th)
+{
+	struct task_attr attr = {"sender", policy, NULL};
+
+	s->x = x;
+	s->task = task_create(&attr);
+	ASSERT_NOT_NULL(s->task);
+	sem_init(&s->started, 0, 0);
+	ASSERT_EQ(pthread_create(th, NULL, sender_main, s), 0);
+	sem_wait(&s->started);
+}
+
+static void sender_end(struct sender *s, pthread_t th)
+{
+	pthread_join(th, NULL);
+	task_put(s->task);
+	sem_destroy(&s->started);
+}
+
 static void wait_blocked_in_send(struct fake_rpc *f, task_t *t,
 				 unsigned depth)
 {
@@ -652,7 +676,6 @@ TEST_IMPL(xprt_interrupt_mid_record)
 		struct fake_rpc *f = fake_rpc_start(0);
 		struct nc_opts o = opts_of(NC_HARD, NC_KILLABLE, 600, 2);
 		struct nc_xstats st = {0};
-		struct task_attr attr = {"sender", sc->policy, NULL};
 		struct sender s = {sc, NULL, NULL, {{0}}, 1};
 		pthread_t th;
 
@@ -661,16 +684,13 @@ TEST_IMPL(xprt_interrupt_mid_record)
 			sc->region ? sc->region : '-',
 			sc->kind == TASK_INTR_FATAL ? "fatal" : "normal");
 		fake_rpc_set(f, FAKE_STALL, 1);
-		s.x = make_xprt(fake_rpc_port(f), &o, &st);
-		s.task = task_create(&attr);
-		sem_init(&s.started, 0, 0);
-		ASSERT_EQ(pthread_create(&th, NULL, sender_main, &s), 0);
-		sem_wait(&s.started);
+		sender_start(&s, make_xprt(fake_rpc_port(f), &o, &st),
+			     sc->policy, &th);
 		wait_blocked_in_send(f, s.task, sc->region ? 2 : 1);
 		task_interrupt(s.task, sc->kind);
 		test_sleep_ms(50);
 		fake_rpc_set(f, FAKE_STALL, 0);
-		pthread_join(th, NULL);
+		sender_end(&s, th);
 		if (sc->want == COMPLETES) {
 			ASSERT_EQ(s.rc, 0);
 			ASSERT_EQ(stat_of(&st.partial_resets), 0);
@@ -683,8 +703,6 @@ TEST_IMPL(xprt_interrupt_mid_record)
 			ASSERT_EQ(stat_of(&st.interrupted), 1);
 		}
 		nc_xprt_destroy(s.x);
-		task_put(s.task);
-		sem_destroy(&s.started);
 		fake_rpc_stop(f);
 	}
 	return 0;
@@ -702,19 +720,15 @@ TEST_IMPL(xprt_soft_send_gives_up)
 	struct fake_rpc *f = fake_rpc_start(0);
 	struct nc_opts o = opts_of(NC_SOFT, NC_KILLABLE, 2, 1);
 	struct nc_xstats st = {0};
-	struct task_attr attr = {"sender", REGION_POLICY_REGION, NULL};
 	struct sender s = {&killable, NULL, NULL, {{0}}, 1};
 	uint64_t t0, took;
 	pthread_t th;
 
 	fake_rpc_set(f, FAKE_STALL, 1);
-	s.x = make_xprt(fake_rpc_port(f), &o, &st);
-	s.task = task_create(&attr);
-	sem_init(&s.started, 0, 0);
 	t0 = test_now_ns();
-	ASSERT_EQ(pthread_create(&th, NULL, sender_main, &s), 0);
-	sem_wait(&s.started);
-	pthread_join(th, NULL);
+	sender_start(&s, make_xprt(fake_rpc_port(f), &o, &st),
+		     REGION_POLICY_REGION, &th);
+	sender_end(&s, th);
 	took = test_now_ns() - t0;
 	ASSERT_EQ(s.rc, -EIO);
 	ASSERT_GE(took, 550000000ull);
@@ -723,8 +737,6 @@ TEST_IMPL(xprt_soft_send_gives_up)
 	ASSERT_EQ(stat_of(&st.partial_resets), 1);
 	fake_rpc_set(f, FAKE_STALL, 0);
 	nc_xprt_destroy(s.x);
-	task_put(s.task);
-	sem_destroy(&s.started);
 	fake_rpc_stop(f);
 	return 0;
 }
@@ -748,19 +760,15 @@ TEST_IMPL(xprt_reset_retransmits_others)
 	unsigned n;
 
 	fake_rpc_set(f, FAKE_STALL, 1);
-	w.x = s.x = make_xprt(fake_rpc_port(f), &o, &st);
+	w.x = make_xprt(fake_rpc_port(f), &o, &st);
 	w.task = task_create(&attr);
-	attr.name = "sender";
-	s.task = task_create(&attr);
-	sem_init(&s.started, 0, 0);
 	/* The small call goes out whole and waits for its reply. */
 	ASSERT_EQ(pthread_create(&tw, NULL, reply_waiter, &w), 0);
 	test_sleep_ms(50);
-	ASSERT_EQ(pthread_create(&ts, NULL, sender_main, &s), 0);
-	sem_wait(&s.started);
+	sender_start(&s, w.x, REGION_POLICY_REGION, &ts);
 	wait_blocked_in_send(f, s.task, 2);
 	task_interrupt(s.task, TASK_INTR_FATAL);
-	pthread_join(ts, NULL);
+	sender_end(&s, ts);
 	ASSERT_EQ(s.rc, -EINTR);
 	fake_rpc_set(f, FAKE_STALL, 0);
 	pthread_join(tw, NULL);
@@ -777,8 +785,6 @@ TEST_IMPL(xprt_reset_retransmits_others)
 	ASSERT_EQ(fake_rpc_conns(f), 2);
 	nc_xprt_destroy(w.x);
 	task_put(w.task);
-	task_put(s.task);
-	sem_destroy(&s.started);
 	fake_rpc_stop(f);
 	return 0;
 }
