@@ -40,7 +40,7 @@ struct access_entry {
 	struct access_entry *next;
 	struct nc_cred cred;
 	uint32_t asked, granted;
-	uint64_t gen;	/* node->attr_gen when the server answered */
+	uint64_t gen; /* node->attr_gen when the server answered */
 	uint64_t at_ns; /* when it was asked */
 };
 
@@ -48,14 +48,6 @@ struct root_name {
 	struct root_name *next;
 	char name[];
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static bool cred_equal(const struct nc_cred *a, const struct nc_cred *b)
 {
@@ -94,7 +86,7 @@ static int access_cached(struct intrfs *fs, struct node *n,
 	pthread_mutex_lock(&fs->nodes_lock);
 	p = find(n, cr);
 	if (p && (*p)->gen == n->attr_gen && (want & ~(*p)->asked) == 0 &&
-	    now_ns() - (*p)->at_ns < ttl_ns(fs, n))
+	    region_now_ns() - (*p)->at_ns < ttl_ns(fs, n))
 		r = ((*p)->granted & want) == want;
 	pthread_mutex_unlock(&fs->nodes_lock);
 	return r;
@@ -111,8 +103,8 @@ static uint32_t bits_for(mode_t type)
 }
 
 static void remember(struct intrfs *fs, struct node *n,
-		     const struct nc_cred *cr, uint32_t asked,
-		     uint32_t granted, uint64_t gen, uint64_t at)
+		     const struct nc_cred *cr, uint32_t asked, uint32_t granted,
+		     uint64_t gen, uint64_t at)
 {
 	struct access_entry *e = calloc(1, sizeof(*e)), **p;
 	unsigned kept = 0;
@@ -166,7 +158,7 @@ int access_check(struct job *j, struct node *n, uint32_t want)
 	gen = n->attr_gen;
 	asked = bits_for(n->mode ? n->mode : n->type) | want;
 	pthread_mutex_unlock(&fs->nodes_lock);
-	at = now_ns();
+	at = region_now_ns();
 	r = nc_access(fs->nc, &j->cred, &n->fh, asked, &granted);
 	if (r)
 		return r;

@@ -26,8 +26,8 @@
 
 struct buf_hdr {
 	struct buf_hdr *next; /* on the free list */
-	size_t size;	      /* of the allocation, header included */
-	uint64_t idle_since;  /* on the free list: when it got there */
+	size_t size; /* of the allocation, header included */
+	uint64_t idle_since; /* on the free list: when it got there */
 	bool slab;
 	/* The data follows, aligned as malloc aligns. */
 } __attribute__((aligned(16)));
@@ -35,18 +35,10 @@ struct buf_hdr {
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t pool_cond = PTHREAD_COND_INITIALIZER;
 static struct buf_hdr *idle; /* newest first; protected by pool_lock */
-static bool trimmer_stop;    /* protected by pool_lock */
+static bool trimmer_stop; /* protected by pool_lock */
 static pthread_t trimmer;
 static bool trimmer_running;
 static _Atomic size_t busy_bytes;
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 void *buf_alloc(size_t len)
 {
@@ -93,7 +85,7 @@ void buf_free(void *p)
 		free(h);
 		return;
 	}
-	h->idle_since = now_ns();
+	h->idle_since = region_now_ns();
 	pthread_mutex_lock(&pool_lock);
 	h->next = idle;
 	idle = h;
@@ -146,7 +138,7 @@ static void *trimmer_main(void *arg)
 		if (trimmer_stop)
 			break;
 		pthread_mutex_unlock(&pool_lock);
-		trim(now_ns() - IDLE_NS);
+		trim(region_now_ns() - IDLE_NS);
 		pthread_mutex_lock(&pool_lock);
 	}
 	pthread_mutex_unlock(&pool_lock);

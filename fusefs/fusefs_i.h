@@ -29,7 +29,6 @@
 
 /* The daemon's own options, beside netclient's (struct nc_opts). */
 struct fs_opts {
-	enum region_policy policy;
 	bool direct_io;
 	/* Seconds, as nfs(5)'s acregmin/acdirmin; 0 with noac. */
 	double acregmin, acregmax, acdirmin, acdirmax;
@@ -51,17 +50,17 @@ struct extent {
 	uint64_t off;
 	size_t len;
 	unsigned char verf[8]; /* of the WRITE reply */
-	bool resend;	       /* the verifier changed between its calls */
+	bool resend; /* the verifier changed between its calls */
 	unsigned char data[];
 };
 
 struct access_entry;
 
 struct node {
-	fuse_ino_t ino;	     /* FUSE nodeid: the node's address, or 1 */
+	fuse_ino_t ino; /* FUSE nodeid: the node's address, or 1 */
 	struct nc_fh fh;
 	uint64_t fileid;
-	mode_t type;	     /* S_IFMT bits */
+	mode_t type; /* S_IFMT bits */
 
 	/*
 	 * Protected by fs->nodes_lock.  A node lives while the kernel holds
@@ -70,7 +69,7 @@ struct node {
 	 * node_unpin() frees it.
 	 */
 	uint64_t nlookup;
-	unsigned opens;	     /* FUSE open/create not yet released */
+	unsigned opens; /* FUSE open/create not yet released */
 	unsigned pins;
 	struct node *hnext;
 	/*
@@ -78,7 +77,7 @@ struct node {
 	 * access cache and the entry timeouts: attr_gen counts the changes of
 	 * mode, owner, group or ctime, which end what the access cache knows.
 	 */
-	mode_t mode;	     /* type and permission bits; 0: not seen yet */
+	mode_t mode; /* type and permission bits; 0: not seen yet */
 	uint32_t uid, gid;
 	struct timespec ctime;
 	uint64_t attr_gen;
@@ -104,14 +103,14 @@ struct node {
 	task_mutex_t wlock, clock;
 	task_cond_t wcond;
 	_Atomic bool needs_sync; /* anything for a flush to do, see ops.c */
-	struct extent *sending;	 /* WRITEs on the way */
+	struct extent *sending; /* WRITEs on the way */
 	unsigned nsending;
 	size_t sending_bytes;
-	unsigned busy;		 /* write jobs not finished with the node */
-	bool committing;	 /* a COMMIT holds extents off the list */
+	unsigned busy; /* write jobs not finished with the node */
+	bool committing; /* a COMMIT holds extents off the list */
 	struct extent *dirty, **dirty_tail; /* written, not committed */
 	size_t dirty_bytes;
-	int write_error;	 /* to report at the next write/flush/fsync */
+	int write_error; /* to report at the next write/flush/fsync */
 };
 
 #define NODE_BUCKETS 4096
@@ -184,14 +183,14 @@ struct job {
 	fuse_req_t req;
 	task_t *task;
 	const char *op;
-	job_run_fn run;	    /* in the worker, inside the op's region */
+	job_run_fn run; /* in the worker, inside the op's region */
 	job_reply_fn reply; /* after the region, when run returned 0 */
 	struct nc_cred cred;
-	pid_t tid;		 /* the caller's thread */
-	_Atomic unsigned intr;	 /* TASK_INTR_* raised so far */
+	pid_t tid; /* the caller's thread */
+	_Atomic unsigned intr; /* TASK_INTR_* raised so far */
 	uint64_t start_ns;
-	struct job *qnext;	    /* protected by fs->pool_lock */
-	struct job *inext, *iprev;  /* protected by fs->jobs_lock */
+	struct job *qnext; /* protected by fs->pool_lock */
+	struct job *inext, *iprev; /* protected by fs->jobs_lock */
 
 	fuse_ino_t ino, ino2;
 	struct fuse_file_info fi;
@@ -205,9 +204,9 @@ struct job {
 	char *buf; /* write data (copied), read/readlink/readdir output */
 	struct stat attr;
 
-	bool replied;	    /* answered with success before run ended */
-	bool detached;	    /* answered from inside run: req is not ours */
-	bool forced;	    /* no INTERRUPT comes for it (flush) */
+	bool replied; /* answered with success before run ended */
+	bool detached; /* answered from inside run: req is not ours */
+	bool forced; /* no INTERRUPT comes for it (flush) */
 	/*
 	 * Set by whoever answers the request: the worker, or the interrupt
 	 * path when it ends the request with EINTR itself.
@@ -284,8 +283,7 @@ void access_destroy(struct intrfs *fs);
 /* notify.c: kernel entries invalidated from the notifier thread */
 int notify_start(struct intrfs *fs);
 void notify_stop(struct intrfs *fs);
-void notify_inval_entry(struct intrfs *fs, fuse_ino_t parent,
-			const char *name);
+void notify_inval_entry(struct intrfs *fs, fuse_ino_t parent, const char *name);
 
 /* silly.c: unlink and rename over files still open */
 /*

@@ -46,7 +46,8 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: " PROG " SERVER:/PATH MOUNTPOINT [-o OPTIONS] [-f] [-d]\n"
+		"Usage: " PROG
+		" SERVER:/PATH MOUNTPOINT [-o OPTIONS] [-f] [-d]\n"
 		"\n"
 		"Mounts the NFSv3 export PATH of SERVER on MOUNTPOINT through "
 		"FUSE.  Each request\nruns as a task in the region its mount "
@@ -122,18 +123,25 @@ struct opt_ctx {
 };
 
 static const char *const fuse_flags[] = {
-	"allow_other", "default_permissions", "auto_unmount", "ro", "rw",
-	"suid", "nosuid", "dev", "nodev", "exec", "noexec", "async", "sync",
-	"dirsync", "atime", "noatime", "diratime", "nodiratime", "relatime",
-	"norelatime", "strictatime", "nostrictatime", "lazytime",
-	"nolazytime",
+	"allow_other",	"default_permissions",
+	"auto_unmount", "ro",
+	"rw",		"suid",
+	"nosuid",	"dev",
+	"nodev",	"exec",
+	"noexec",	"async",
+	"sync",		"dirsync",
+	"atime",	"noatime",
+	"diratime",	"nodiratime",
+	"relatime",	"norelatime",
+	"strictatime",	"nostrictatime",
+	"lazytime",	"nolazytime",
 };
 
-static const char *const fuse_valued[] = {"fsname", "subtype", "max_read"};
+static const char *const fuse_valued[] = { "fsname", "subtype", "max_read" };
 
 static const char *const ignored[] = {
-	"defaults", "auto", "noauto", "user", "nouser", "users", "owner",
-	"_netdev", "nofail", "comment",
+	"defaults", "auto",  "noauto",	"user",	  "nouser",
+	"users",    "owner", "_netdev", "nofail", "comment",
 };
 
 static bool in(const char *key, const char *const *list, size_t n)
@@ -204,8 +212,7 @@ static int parse_count(const char *key, const char *val, unsigned min,
 	return 0;
 }
 
-static int flag_only(const char *key, const char *val, char *err,
-		     size_t errlen)
+static int flag_only(const char *key, const char *val, char *err, size_t errlen)
 {
 	if (val) {
 		snprintf(err, errlen, "option '%s' takes no value", key);
@@ -223,16 +230,6 @@ static int fs_option(const char *key, const char *val, void *arg, char *err,
 	unsigned n;
 	int rc;
 
-	if (strcmp(key, "policy") == 0) {
-		if (!val || region_policy_parse(val, &o->policy) < 0) {
-			snprintf(err, errlen,
-				 "option 'policy' is percall, region or "
-				 "sigmask, not '%s'",
-				 val ? val : "");
-			return -EINVAL;
-		}
-		return 0;
-	}
 	if (strcmp(key, "direct_io") == 0) {
 		o->direct_io = true;
 		return flag_only(key, val, err, errlen);
@@ -264,9 +261,9 @@ static int fs_option(const char *key, const char *val, void *arg, char *err,
 	if (strcmp(key, "lookupcache") == 0) {
 		if (val && strcmp(val, "all") == 0)
 			o->neg_timeout = o->acdirmin;
-		else if (val && (strcmp(val, "positive") == 0 ||
-				 strcmp(val, "pos") == 0 ||
-				 strcmp(val, "none") == 0))
+		else if (val &&
+			 (strcmp(val, "positive") == 0 ||
+			  strcmp(val, "pos") == 0 || strcmp(val, "none") == 0))
 			o->neg_timeout = 0;
 		else {
 			snprintf(err, errlen,
@@ -348,8 +345,9 @@ static void *syslog_pump(void *arg)
 /* Whether a syslog daemon takes messages on /dev/log. */
 static bool syslog_listens(void)
 {
-	struct sockaddr_un sa = {.sun_family = AF_UNIX, .sun_path = "/dev/log"};
-	int types[] = {SOCK_DGRAM, SOCK_STREAM};
+	struct sockaddr_un sa = { .sun_family = AF_UNIX,
+				  .sun_path = "/dev/log" };
+	int types[] = { SOCK_DGRAM, SOCK_STREAM };
 	bool ok = false;
 
 	for (unsigned i = 0; i < 2 && !ok; i++) {
@@ -477,9 +475,9 @@ static int append_opts(struct cmdline *cl, const char *o)
 static int parse_cmdline(int argc, char **argv, struct cmdline *cl)
 {
 	static const struct option longopts[] = {
-		{"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, 'V'},
-		{NULL, 0, NULL, 0},
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
 	};
 	int c;
 
@@ -542,7 +540,6 @@ static int split_source(const char *source, char **server, char **path)
 static void fs_defaults(struct intrfs *fs)
 {
 	nc_opts_init(&fs->nco);
-	fs->o.policy = REGION_POLICY_REGION;
 	fs->o.acregmin = AC_REGMIN;
 	fs->o.acregmax = AC_REGMAX;
 	fs->o.acdirmin = AC_DIRMIN;
@@ -556,7 +553,7 @@ static void fs_defaults(struct intrfs *fs)
 /* Mounts the export in a task of the mount's policy. */
 static int nfs_mount(struct intrfs *fs, const char *server, const char *path)
 {
-	struct task_attr attr = {"mount", fs->o.policy, NULL};
+	struct task_attr attr = { "mount", fs->nco.policy, NULL };
 	struct nc_cred cred;
 	char err[512] = "";
 	task_t *t;
@@ -643,7 +640,7 @@ static void *dumper_main(void *arg)
 	       !atomic_load_explicit(&dumper_stop, memory_order_relaxed)) {
 		fprintf(stderr, "intrfs: tasks on %s, policy %s:\n",
 			nc_client_server(((struct intrfs *)arg)->nc),
-			region_policy_name(((struct intrfs *)arg)->o.policy));
+			region_policy_name(((struct intrfs *)arg)->nco.policy));
 		task_foreach(dump_task, NULL);
 		fflush(stderr);
 	}
@@ -671,8 +668,8 @@ static int run(struct intrfs *fs, const struct cmdline *cl,
 
 	snprintf(fuse_opts, sizeof(fuse_opts), "%s%ssubtype=intrfs%s%s",
 		 oc->fuse_opts, oc->fuse_opts[0] ? "," : "",
-		 oc->fsname_set ? "" : ",fsname=", oc->fsname_set ? "" :
-								    fs->source);
+		 oc->fsname_set ? "" : ",fsname=",
+		 oc->fsname_set ? "" : fs->source);
 	fargv[fargc++] = (char *)PROG;
 	fargv[fargc++] = (char *)"-o";
 	fargv[fargc++] = fuse_opts;
@@ -723,7 +720,7 @@ static int run(struct intrfs *fs, const struct cmdline *cl,
 		     "policy %s, pid %d)\n",
 		fs->source, fs->mountpoint, nc_client_export(fs->nc),
 		nc_client_rsize(fs->nc), nc_client_wsize(fs->nc),
-		region_policy_name(fs->o.policy), (int)getpid());
+		region_policy_name(fs->nco.policy), (int)getpid());
 	daemon_ready(0);
 	if (pthread_create(&dumper, NULL, dumper_main, fs) != 0)
 		dumper = 0;

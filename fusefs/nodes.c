@@ -57,8 +57,9 @@ void nodes_init(struct intrfs *fs)
 static void node_free(struct node *n)
 {
 	if (n->dirty_bytes)
-		fprintf(stderr, "intrfs: %zu uncommitted bytes of file %" PRIu64
-				" dropped with its last reference\n",
+		fprintf(stderr,
+			"intrfs: %zu uncommitted bytes of file %" PRIu64
+			" dropped with its last reference\n",
 			n->dirty_bytes, n->fileid);
 	for (struct extent *e = n->dirty, *next; e; e = next) {
 		next = e->next;

@@ -36,9 +36,8 @@ static void *notifier_main(void *arg)
 			break;
 		fs->notify_head = it->next;
 		pthread_mutex_unlock(&fs->notify_lock);
-		rc = fuse_lowlevel_notify_inval_entry(fs->se, it->parent,
-						      it->name,
-						      strlen(it->name));
+		rc = fuse_lowlevel_notify_inval_entry(
+			fs->se, it->parent, it->name, strlen(it->name));
 		/*
 		 * ENOENT: the kernel had not cached it, or forgot it;
 		 * ENOTCONN, EBADF: the mount is going.
@@ -83,15 +82,15 @@ void notify_stop(struct intrfs *fs)
 	pthread_mutex_destroy(&fs->notify_lock);
 }
 
-void notify_inval_entry(struct intrfs *fs, fuse_ino_t parent,
-			const char *name)
+void notify_inval_entry(struct intrfs *fs, fuse_ino_t parent, const char *name)
 {
 	size_t len = strlen(name);
 	struct notify_item *it = malloc(sizeof(*it) + len + 1), **p;
 
 	if (!it) {
-		fprintf(stderr, "intrfs: out of memory: the entry %s stays "
-				"cached until its timeout\n",
+		fprintf(stderr,
+			"intrfs: out of memory: the entry %s stays "
+			"cached until its timeout\n",
 			name);
 		return;
 	}

@@ -90,9 +90,8 @@ void node_stat(struct intrfs *fs, struct node *n, const struct nc_attr *a,
  * for.  How long the kernel may keep it depends on who may search parent
  * (entry_timeout()).
  */
-static int fill_entry(struct intrfs *fs, struct node *parent,
-		      const char *name, const struct nc_entry *e,
-		      struct fuse_entry_param *out)
+static int fill_entry(struct intrfs *fs, struct node *parent, const char *name,
+		      const struct nc_entry *e, struct fuse_entry_param *out)
 {
 	struct node *n;
 
@@ -178,11 +177,11 @@ static void submit(struct job *j, bool ok)
 		job_submit(j);
 }
 
-#define NEW_JOB(req, opname, runfn, replyfn)                                  \
+#define NEW_JOB(req, opname, runfn, replyfn)                                   \
 	struct job *j = job_new(FS(req), (req), (opname), (runfn), (replyfn)); \
-	if (!j) {                                                             \
-		fuse_reply_err((req), ENOMEM);                                \
-		return;                                                       \
+	if (!j) {                                                              \
+		fuse_reply_err((req), ENOMEM);                                 \
+		return;                                                        \
 	}
 
 static bool copy_fi(struct job *j, const struct fuse_file_info *fi)
@@ -223,8 +222,9 @@ static void *raise_readahead(void *arg)
 	if (fd < 0)
 		return NULL;
 	if (write(fd, val, (size_t)len) != len)
-		fprintf(stderr, "intrfs: could not set readahead to %s KiB: "
-				"%s\n",
+		fprintf(stderr,
+			"intrfs: could not set readahead to %s KiB: "
+			"%s\n",
 			val, strerror(errno));
 	close(fd);
 	return NULL;
@@ -424,8 +424,7 @@ static mode_t priv_bits(const struct nc_cred *cr, mode_t mode, uint32_t gid)
  * Whether sa only clears setuid/setgid bits of n, for someone else than
  * its owner, and not in chmod(2): the kernel's clearing.
  */
-static bool kills_priv(struct job *j, struct node *n,
-		       const struct nc_sattr *sa)
+static bool kills_priv(struct job *j, struct node *n, const struct nc_sattr *sa)
 {
 	mode_t cur, gone;
 	uid_t owner;
@@ -446,7 +445,7 @@ static bool kills_priv(struct job *j, struct node *n,
 static int set_mode_as_daemon(struct job *j, struct node *n, mode_t mode,
 			      struct nc_attr *a)
 {
-	struct nc_sattr sa = {.set = NC_SET_MODE, .mode = mode & 07777};
+	struct nc_sattr sa = { .set = NC_SET_MODE, .mode = mode & 07777 };
 	struct nc_cred self;
 
 	nc_cred_self(&self);
@@ -456,7 +455,7 @@ static int set_mode_as_daemon(struct job *j, struct node *n, mode_t mode,
 static int run_setattr(struct job *j)
 {
 	struct node *n = node_of(j->fs, j->ino);
-	struct nc_sattr sa = {0};
+	struct nc_sattr sa = { 0 };
 	struct nc_attr a;
 	int rc;
 
@@ -498,9 +497,8 @@ static int run_setattr(struct job *j)
 		sa.set &= ~(unsigned)NC_SET_MODE;
 		FS_REGION_BEGIN(j->fs, "setattr: then clear setuid/setgid");
 		rc = sa.set & NC_SET_SIZE ? truncate_node(j, n, &sa, &a) :
-		     sa.set		  ? nc_setattr(j->fs->nc, &j->cred, &n->fh,
-						       &sa, &a) :
-					    0;
+		     sa.set ? nc_setattr(j->fs->nc, &j->cred, &n->fh, &sa, &a) :
+			      0;
 		if (rc == 0)
 			rc = set_mode_as_daemon(j, n, mode, &a);
 		FS_REGION_END(j->fs);
@@ -566,7 +564,7 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 
 static struct nc_sattr mode_sattr(mode_t mode)
 {
-	struct nc_sattr sa = {0};
+	struct nc_sattr sa = { 0 };
 
 	sa.set = NC_SET_MODE;
 	sa.mode = mode & 07777;
@@ -836,8 +834,9 @@ static int run_open(struct job *j)
 {
 	struct node *n = node_of(j->fs, j->ino);
 	int acc = j->fi.flags & O_ACCMODE;
-	int mask = acc == O_RDONLY ? R_OK : acc == O_WRONLY ? W_OK :
-							       R_OK | W_OK;
+	int mask = acc == O_RDONLY ? R_OK :
+		   acc == O_WRONLY ? W_OK :
+				     R_OK | W_OK;
 	int rc;
 
 	/* O_TRUNC needs write permission whatever the access mode, as on Linux. */
@@ -852,7 +851,7 @@ static int run_open(struct job *j)
 		 * The mount has atomic O_TRUNC: the open truncates, and the
 		 * times change as open(2) says they do.
 		 */
-		struct nc_sattr sa = {.set = NC_SET_SIZE | NC_SET_MTIME_NOW};
+		struct nc_sattr sa = { .set = NC_SET_SIZE | NC_SET_MTIME_NOW };
 		struct nc_attr a;
 		struct stat st;
 		mode_t kill;
@@ -1053,8 +1052,9 @@ static int resend_lost(struct job *j, struct node *n, struct extent *batch,
 			bytes += e->len;
 	if (!bytes)
 		return 0;
-	fprintf(stderr, "intrfs: server %s restarted (write verifier changed): "
-			"resending %zu uncommitted bytes of file %" PRIu64 "\n",
+	fprintf(stderr,
+		"intrfs: server %s restarted (write verifier changed): "
+		"resending %zu uncommitted bytes of file %" PRIu64 "\n",
 		nc_client_server(j->fs->nc), bytes, n->fileid);
 	for (struct extent *e = batch; e && rc == 0; e = e->next)
 		if (e->resend || memcmp(e->verf, verf, sizeof(e->verf)) != 0)
@@ -1147,7 +1147,7 @@ static int run_write(struct job *j)
 {
 	struct node *n = node_of(j->fs, j->ino);
 	struct extent *e = (struct extent *)j->buf;
-	struct nc_sent_notify sent = {write_sent, j};
+	struct nc_sent_notify sent = { write_sent, j };
 	bool behind = !(j->fi.flags & O_DIRECT);
 	struct nc_write_res res;
 	bool commit;
@@ -1407,7 +1407,7 @@ static void dir_clear(struct dirhandle *d)
 /* Reads the whole directory once per pass (offset 0). */
 static int dir_load(struct job *j, struct dirhandle *d, bool plus)
 {
-	unsigned char verf[8] = {0};
+	unsigned char verf[8] = { 0 };
 	uint64_t cookie = 0;
 	bool eof = false;
 	int rc = 0;
@@ -1450,14 +1450,14 @@ static int run_readdir_common(struct job *j, bool plus)
 			   strcmp(c->name, "..") == 0;
 
 		if (!plus) {
-			struct stat st = {0};
+			struct stat st = { 0 };
 
 			st.st_ino = c->fileid;
 			st.st_mode = c->has_entry ? c->e.attr.mode & S_IFMT : 0;
 			need = fuse_add_direntry(j->req, j->buf + len, left,
 						 c->name, &st, (off_t)i + 1);
 		} else {
-			struct fuse_entry_param e = {0};
+			struct fuse_entry_param e = { 0 };
 
 			e.attr.st_ino = c->fileid;
 			/* A node for each entry but . and .., counted once. */
@@ -1474,7 +1474,8 @@ static int run_readdir_common(struct job *j, bool plus)
 				if (writes_on_way(node_of(j->fs, e.ino))) {
 					node_forget(j->fs, e.ino, 1);
 					e.ino = 0;
-					e.attr.st_mode = c->e.attr.mode & S_IFMT;
+					e.attr.st_mode = c->e.attr.mode &
+							 S_IFMT;
 				}
 			} else if (c->has_entry) {
 				e.attr.st_mode = c->e.attr.mode & S_IFMT;

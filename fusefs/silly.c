@@ -378,7 +378,8 @@ static char *journal_read(const char *path)
 		size_t n;
 
 		if (len + LINE_MAX_LEN + 1 > cap) {
-			char *p = realloc(buf, cap = cap * 2 + LINE_MAX_LEN + 1);
+			char *p =
+				realloc(buf, cap = cap * 2 + LINE_MAX_LEN + 1);
 
 			if (!p)
 				break;
@@ -399,7 +400,7 @@ static char *journal_read(const char *path)
 static int recover_one(struct intrfs *fs, const char *line)
 {
 	char hex[2 * NC_FHSIZE + 2], name[SILLY_NAME_MAX], copy[LINE_MAX_LEN];
-	struct nc_cred cr = {0};
+	struct nc_cred cr = { 0 };
 	struct nc_fh dir;
 	int pid, rc;
 
@@ -426,7 +427,7 @@ static int recover_one(struct intrfs *fs, const char *line)
 
 void silly_recover(struct intrfs *fs)
 {
-	struct task_attr attr = {"silly-recover", fs->o.policy, NULL};
+	struct task_attr attr = { "silly-recover", fs->nco.policy, NULL };
 	unsigned removed = 0;
 	char *buf, *line, *save = NULL;
 	task_t *t;
@@ -478,7 +479,7 @@ static void collect(struct node *n, void *arg)
 
 void silly_cleanup(struct intrfs *fs, bool server_answers)
 {
-	struct task_attr attr = {"silly-cleanup", fs->o.policy, NULL};
+	struct task_attr attr = { "silly-cleanup", fs->nco.policy, NULL };
 	struct silly_left *list = NULL;
 	task_t *t;
 

@@ -48,14 +48,6 @@
 /* Room for /proc/<tid>/status, which is about 1.5 KiB. */
 #define STATUS_MAX 4096
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* Interrupts. */
 
 /*
@@ -255,11 +247,11 @@ static void answer_dying(struct job *j)
 static void *watcher_main(void *arg)
 {
 	struct intrfs *fs = arg;
-	struct timespec ts = {0, WATCH_INTERVAL_NS};
+	struct timespec ts = { 0, WATCH_INTERVAL_NS };
 
 	pthread_mutex_lock(&fs->jobs_lock);
 	while (!atomic_load(&fs->watcher_stop)) {
-		uint64_t now = now_ns();
+		uint64_t now = region_now_ns();
 		unsigned held = 0;
 
 		for (struct job *j = fs->jobs; j; j = j->inext) {
@@ -304,7 +296,7 @@ struct job *job_new(struct intrfs *fs, fuse_req_t req, const char *op,
 		    job_run_fn run, job_reply_fn reply)
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
-	struct task_attr attr = {op, fs->o.policy, NULL};
+	struct task_attr attr = { op, fs->nco.policy, NULL };
 	struct job *j;
 
 	j = calloc(1, sizeof(*j));
@@ -320,15 +312,15 @@ struct job *job_new(struct intrfs *fs, fuse_req_t req, const char *op,
 	j->cred.uid = ctx->uid;
 	j->cred.gid = ctx->gid;
 	/* Each caller acts as itself on the server, groups included. */
-	j->cred.ngroups = caller_groups(ctx->pid, j->cred.groups,
-					NC_MAX_GROUPS);
+	j->cred.ngroups =
+		caller_groups(ctx->pid, j->cred.groups, NC_MAX_GROUPS);
 	attr.data = j;
 	j->task = task_create(&attr);
 	if (!j->task) {
 		free(j);
 		return NULL;
 	}
-	j->start_ns = now_ns();
+	j->start_ns = region_now_ns();
 	return j;
 }
 

@@ -64,7 +64,6 @@ enum {
 struct run {
 	const struct cmd *cmd;
 	struct nc_opts opts;
-	enum region_policy policy;
 	bool verbose, long_list;
 	mode_t umask;
 	struct nc_cred cred;
@@ -72,10 +71,10 @@ struct run {
 	task_t *lane_task; /* the second I/O lane's (cat, put) */
 	nc_client_t *client;
 	struct nc_stats stats_before; /* of clients given up on, for -v */
-	const char *what;  /* the argument an error is about */
-	char err[512];	   /* detail for the error message, or "" */
-	bool usage_error;  /* the failure is a usage error: exit 2 */
-	bool stdout_gone;  /* stdout's reader went away: exit quietly */
+	const char *what; /* the argument an error is about */
+	char err[512]; /* detail for the error message, or "" */
+	bool usage_error; /* the failure is a usage error: exit 2 */
+	bool stdout_gone; /* stdout's reader went away: exit quietly */
 };
 
 struct cmd {
@@ -92,7 +91,7 @@ struct remote {
 	char server[SERVER_MAX];
 	char path[REMOTE_PATH_MAX];
 	char parent[REMOTE_PATH_MAX]; /* path without its last component */
-	const char *name;	      /* the last component; NULL for "/" */
+	const char *name; /* the last component; NULL for "/" */
 };
 
 static int usage_fail(struct run *r, const char *fmt, ...)
@@ -214,16 +213,16 @@ static int need_name(struct run *r, const char *arg, const struct remote *rem)
 			  arg, rem->server);
 }
 
-#define STATS_FIELDS(X)                                                       \
-	X(calls)                                                              \
-	X(retransmits)                                                        \
-	X(major_timeouts)                                                     \
-	X(resets)                                                             \
-	X(partial_resets)                                                     \
-	X(reconnects)                                                         \
-	X(same_port)                                                          \
-	X(bad_replies)                                                        \
-	X(unknown_xids)                                                       \
+#define STATS_FIELDS(X)   \
+	X(calls)          \
+	X(retransmits)    \
+	X(major_timeouts) \
+	X(resets)         \
+	X(partial_resets) \
+	X(reconnects)     \
+	X(same_port)      \
+	X(bad_replies)    \
+	X(unknown_xids)   \
 	X(interrupted)
 
 /* The client for server, made on first use. */
@@ -521,8 +520,8 @@ struct dir_list {
 	struct dent *v;
 	size_t n, cap;
 	uint64_t cookie; /* of the last entry, for the next READDIR */
-	unsigned seen;	 /* entries in the current call */
-	int rc;		 /* -ENOMEM from the callback */
+	unsigned seen; /* entries in the current call */
+	int rc; /* -ENOMEM from the callback */
 };
 
 static int dir_add(void *arg, const char *name, uint64_t fileid,
@@ -582,7 +581,7 @@ static int dent_cmp(const void *a, const void *b)
 
 static int read_dir(struct run *r, const struct nc_fh *dir, struct dir_list *dl)
 {
-	unsigned char verf[8] = {0};
+	unsigned char verf[8] = { 0 };
 	bool eof = false;
 
 	dl->cookie = 0;
@@ -705,7 +704,7 @@ out_free_rows:
 
 static int cmd_ls(struct run *r, char **argv)
 {
-	struct dir_list dl = {0};
+	struct dir_list dl = { 0 };
 	struct remote rem;
 	struct nc_attr attr;
 	struct nc_fh fh;
@@ -720,10 +719,9 @@ static int cmd_ls(struct run *r, char **argv)
 		return rc;
 	if (!S_ISDIR(attr.mode)) {
 		/* As ls does for a file: the file itself, by its name. */
-		struct dent d = {.fh = fh,
-				 .attr = attr,
-				 .has_fh = true,
-				 .has_attr = true};
+		struct dent d = {
+			.fh = fh, .attr = attr, .has_fh = true, .has_attr = true
+		};
 		d.name = (char *)(rem.name ? rem.name : "/");
 		if (!r->long_list) {
 			printf("%s\n", d.name);
@@ -808,9 +806,9 @@ static size_t io_chunk(unsigned size)
 struct lanes {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
-	uint64_t turn;	  /* the chunk whose local I/O may go next */
-	uint64_t end;	  /* chunks at or past this one are not needed */
-	int rc;		  /* the first error */
+	uint64_t turn; /* the chunk whose local I/O may go next */
+	uint64_t end; /* chunks at or past this one are not needed */
+	int rc; /* the first error */
 	const char *what; /* what that error is about */
 	bool stop;
 };
@@ -934,8 +932,7 @@ static void *lane_main(void *arg)
 	struct lane *ln = arg;
 
 	task_enter(ln->r->lane_task);
-	NC_MODE_REGION_BEGIN(ln->r->opts.intr_mode,
-			     "intrfs-client: lane");
+	NC_MODE_REGION_BEGIN(ln->r->opts.intr_mode, "intrfs-client: lane");
 	ln->fn(ln->job, 1);
 	NC_MODE_REGION_END(ln->r->opts.intr_mode);
 	task_leave(ln->r->lane_task);
@@ -949,7 +946,7 @@ static void *lane_main(void *arg)
 static int run_lanes(struct run *r, void (*fn)(void *, unsigned), void *job,
 		     struct lanes *l)
 {
-	struct lane second = {fn, job, r};
+	struct lane second = { fn, job, r };
 	pthread_t th;
 	int rc;
 
@@ -970,7 +967,7 @@ static int run_lanes(struct run *r, void (*fn)(void *, unsigned), void *job,
 static int cmd_cat(struct run *r, char **argv)
 {
 	struct remote rem;
-	struct cat c = {.r = r};
+	struct cat c = { .r = r };
 	int rc;
 
 	r->what = argv[0];
@@ -991,7 +988,7 @@ struct put {
 	const char *local; /* as given, for messages */
 	int fd;
 	bool seekable, may_block;
-	off_t start;	 /* where the input started, to read it again */
+	off_t start; /* where the input started, to read it again */
 	struct nc_fh fh; /* the file on the server */
 	size_t chunk;
 	uint64_t bytes;
@@ -999,7 +996,7 @@ struct put {
 
 static int put_truncate(struct run *r, struct put *p)
 {
-	struct nc_sattr sa = {.set = NC_SET_SIZE, .size = 0};
+	struct nc_sattr sa = { .set = NC_SET_SIZE, .size = 0 };
 
 	return nc_setattr(r->client, &r->cred, &p->fh, &sa, NULL);
 }
@@ -1074,7 +1071,7 @@ static void put_lane(void *job, unsigned index)
  */
 static int put_pass(struct run *r, struct put *p, bool *lost)
 {
-	struct put_pass pp = {.r = r, .p = p};
+	struct put_pass pp = { .r = r, .p = p };
 	unsigned char cverf[8];
 	int rc;
 
@@ -1153,7 +1150,7 @@ static int put_create(struct run *r, struct put *p, const struct nc_fh *dir,
 
 static int cmd_put(struct run *r, char **argv)
 {
-	struct put p = {.local = argv[0], .fd = -1};
+	struct put p = { .local = argv[0], .fd = -1 };
 	struct remote rem;
 	struct nc_fh dir;
 	bool lost = true;
@@ -1235,7 +1232,7 @@ static int cmd_rm(struct run *r, char **argv)
 
 static int cmd_mkdir(struct run *r, char **argv)
 {
-	struct nc_sattr sa = {.set = NC_SET_MODE, .mode = 0755 & ~r->umask};
+	struct nc_sattr sa = { .set = NC_SET_MODE, .mode = 0755 & ~r->umask };
 	struct remote rem;
 	struct nc_fh dir;
 	int rc;
@@ -1332,20 +1329,21 @@ static int cmd_df(struct run *r, char **argv)
 }
 
 static const struct cmd cmds[] = {
-	{"ls", "[-l] SERVER:/PATH", 1, "l", cmd_ls,
-	 "list a directory (-l: as ls -l)"},
-	{"stat", "SERVER:/PATH", 1, "", cmd_stat,
-	 "print the attributes as name=value lines"},
-	{"cat", "SERVER:/PATH", 1, "", cmd_cat, "copy the file to stdout"},
-	{"put", "LOCAL SERVER:/PATH", 2, "", cmd_put,
-	 "copy a local file (- for stdin) to the server,\n"
-	 "create or truncate, COMMIT to stable storage"},
-	{"rm", "SERVER:/PATH", 1, "", cmd_rm, "remove a file"},
-	{"mkdir", "SERVER:/PATH", 1, "", cmd_mkdir,
-	 "make a directory (mode 0755 minus the umask)"},
-	{"exports", "SERVER", 1, "", cmd_exports, "list the server's exports"},
-	{"df", "SERVER:/PATH", 1, "", cmd_df,
-	 "file system size and use (FSSTAT)"},
+	{ "ls", "[-l] SERVER:/PATH", 1, "l", cmd_ls,
+	  "list a directory (-l: as ls -l)" },
+	{ "stat", "SERVER:/PATH", 1, "", cmd_stat,
+	  "print the attributes as name=value lines" },
+	{ "cat", "SERVER:/PATH", 1, "", cmd_cat, "copy the file to stdout" },
+	{ "put", "LOCAL SERVER:/PATH", 2, "", cmd_put,
+	  "copy a local file (- for stdin) to the server,\n"
+	  "create or truncate, COMMIT to stable storage" },
+	{ "rm", "SERVER:/PATH", 1, "", cmd_rm, "remove a file" },
+	{ "mkdir", "SERVER:/PATH", 1, "", cmd_mkdir,
+	  "make a directory (mode 0755 minus the umask)" },
+	{ "exports", "SERVER", 1, "", cmd_exports,
+	  "list the server's exports" },
+	{ "df", "SERVER:/PATH", 1, "", cmd_df,
+	  "file system size and use (FSSTAT)" },
 };
 
 #define NCMDS (sizeof(cmds) / sizeof(cmds[0]))
@@ -1399,23 +1397,6 @@ static void usage(FILE *f)
 		"interrupted,\n141 stdout closed by its reader.\n");
 }
 
-/* The options netclient does not know: policy=. */
-static int client_opt(const char *key, const char *val, void *arg, char *err,
-		      size_t errlen)
-{
-	struct run *r = arg;
-
-	if (strcmp(key, "policy") != 0)
-		return 1;
-	if (!val || region_policy_parse(val, &r->policy) < 0) {
-		snprintf(err, errlen,
-			 "policy=%s: expected percall, region or sigmask",
-			 val ? val : "");
-		return -EINVAL;
-	}
-	return 0;
-}
-
 static void print_verbose(const struct run *r)
 {
 	const nc_client_t *c = r->client;
@@ -1429,9 +1410,8 @@ static void print_verbose(const struct run *r)
 	fprintf(stderr, "rsize=%u\n", nc_client_rsize(c));
 	fprintf(stderr, "wsize=%u\n", nc_client_wsize(c));
 	fprintf(stderr, "options=%s\n", opts);
-	fprintf(stderr, "policy=%s\n", region_policy_name(r->policy));
-#define X(f)                                                                  \
-	fprintf(stderr, #f "=%" PRIu64 "\n", r->stats_before.f + st.f);
+	fprintf(stderr, "policy=%s\n", region_policy_name(r->opts.policy));
+#define X(f) fprintf(stderr, #f "=%" PRIu64 "\n", r->stats_before.f + st.f);
 	STATS_FIELDS(X)
 #undef X
 }
@@ -1553,9 +1533,9 @@ static const struct cmd *find_cmd(const char *name)
 static int parse_options(struct run *r, int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, 'V'},
-		{NULL, 0, NULL, 0},
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
 	};
 	char err[256];
 	int opt;
@@ -1565,7 +1545,7 @@ static int parse_options(struct run *r, int argc, char **argv)
 	       -1) {
 		switch (opt) {
 		case 'o':
-			if (nc_opts_parse(&r->opts, optarg, client_opt, r, err,
+			if (nc_opts_parse(&r->opts, optarg, NULL, NULL, err,
 					  sizeof(err)) < 0) {
 				fprintf(stderr, "%s: %s\n", PROG, err);
 				return EXIT_USAGE;
@@ -1611,8 +1591,8 @@ static int parse_options(struct run *r, int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-	struct task_attr attr = {.name = PROG};
-	struct run r = {.policy = REGION_POLICY_REGION};
+	struct task_attr attr = { .name = PROG };
+	struct run r = { 0 };
 	struct sig_thread sigs;
 	int rc, status;
 
@@ -1632,7 +1612,7 @@ int main(int argc, char **argv)
 	/* A closed stdout or socket is an EPIPE to handle, not a death. */
 	signal(SIGPIPE, SIG_IGN);
 
-	attr.policy = r.policy;
+	attr.policy = r.opts.policy;
 	r.task = task_create(&attr);
 	attr.name = PROG " lane";
 	r.lane_task = r.task ? task_create(&attr) : NULL;

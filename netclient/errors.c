@@ -41,35 +41,35 @@
  *    uses EREMOTEIO.
  *  - JUKEBOX: the data is being fetched (e.g. from tape): try again later.
  */
-#define NC_NFS3_ERRORS(X)                                                     \
-	X(NFS3_OK, 0)                                                         \
-	X(NFS3ERR_PERM, EPERM)                                                \
-	X(NFS3ERR_NOENT, ENOENT)                                              \
-	X(NFS3ERR_IO, EIO)                                                    \
-	X(NFS3ERR_NXIO, ENXIO)                                                \
-	X(NFS3ERR_ACCES, EACCES)                                              \
-	X(NFS3ERR_EXIST, EEXIST)                                              \
-	X(NFS3ERR_XDEV, EXDEV)                                                \
-	X(NFS3ERR_NODEV, ENODEV)                                              \
-	X(NFS3ERR_NOTDIR, ENOTDIR)                                            \
-	X(NFS3ERR_ISDIR, EISDIR)                                              \
-	X(NFS3ERR_INVAL, EINVAL)                                              \
-	X(NFS3ERR_FBIG, EFBIG)                                                \
-	X(NFS3ERR_NOSPC, ENOSPC)                                              \
-	X(NFS3ERR_ROFS, EROFS)                                                \
-	X(NFS3ERR_MLINK, EMLINK)                                              \
-	X(NFS3ERR_NAMETOOLONG, ENAMETOOLONG)                                  \
-	X(NFS3ERR_NOTEMPTY, ENOTEMPTY)                                        \
-	X(NFS3ERR_DQUOT, EDQUOT)                                              \
-	X(NFS3ERR_STALE, ESTALE)                                              \
-	X(NFS3ERR_REMOTE, EREMOTE)                                            \
-	X(NFS3ERR_BADHANDLE, ESTALE)                                          \
-	X(NFS3ERR_NOT_SYNC, EIO)                                              \
-	X(NFS3ERR_BAD_COOKIE, ESTALE)                                         \
-	X(NFS3ERR_NOTSUPP, EOPNOTSUPP)                                        \
-	X(NFS3ERR_TOOSMALL, EINVAL)                                           \
-	X(NFS3ERR_SERVERFAULT, EREMOTEIO)                                     \
-	X(NFS3ERR_BADTYPE, EINVAL)                                            \
+#define NC_NFS3_ERRORS(X)                    \
+	X(NFS3_OK, 0)                        \
+	X(NFS3ERR_PERM, EPERM)               \
+	X(NFS3ERR_NOENT, ENOENT)             \
+	X(NFS3ERR_IO, EIO)                   \
+	X(NFS3ERR_NXIO, ENXIO)               \
+	X(NFS3ERR_ACCES, EACCES)             \
+	X(NFS3ERR_EXIST, EEXIST)             \
+	X(NFS3ERR_XDEV, EXDEV)               \
+	X(NFS3ERR_NODEV, ENODEV)             \
+	X(NFS3ERR_NOTDIR, ENOTDIR)           \
+	X(NFS3ERR_ISDIR, EISDIR)             \
+	X(NFS3ERR_INVAL, EINVAL)             \
+	X(NFS3ERR_FBIG, EFBIG)               \
+	X(NFS3ERR_NOSPC, ENOSPC)             \
+	X(NFS3ERR_ROFS, EROFS)               \
+	X(NFS3ERR_MLINK, EMLINK)             \
+	X(NFS3ERR_NAMETOOLONG, ENAMETOOLONG) \
+	X(NFS3ERR_NOTEMPTY, ENOTEMPTY)       \
+	X(NFS3ERR_DQUOT, EDQUOT)             \
+	X(NFS3ERR_STALE, ESTALE)             \
+	X(NFS3ERR_REMOTE, EREMOTE)           \
+	X(NFS3ERR_BADHANDLE, ESTALE)         \
+	X(NFS3ERR_NOT_SYNC, EIO)             \
+	X(NFS3ERR_BAD_COOKIE, ESTALE)        \
+	X(NFS3ERR_NOTSUPP, EOPNOTSUPP)       \
+	X(NFS3ERR_TOOSMALL, EINVAL)          \
+	X(NFS3ERR_SERVERFAULT, EREMOTEIO)    \
+	X(NFS3ERR_BADTYPE, EINVAL)           \
 	X(NFS3ERR_JUKEBOX, EAGAIN)
 
 /* What a status the table does not know (a newer server's?) becomes. */
@@ -80,7 +80,7 @@ static const struct nfs3_error {
 	int err; /* positive */
 	const char *name;
 } nfs3_errors[] = {
-#define X(status, err) {status, err, #status},
+#define X(status, err) { status, err, #status },
 	NC_NFS3_ERRORS(X)
 #undef X
 };

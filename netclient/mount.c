@@ -164,9 +164,8 @@ static struct nc_opts mount_phase_opts(const nc_client_t *c, unsigned timeo,
 
 /* The mount-phase transports. */
 
-static int aux_xprt(nc_client_t *c, unsigned port, uint32_t prog,
-		    uint32_t vers, unsigned timeo, unsigned retrans,
-		    struct nc_xprt **out)
+static int aux_xprt(nc_client_t *c, unsigned port, uint32_t prog, uint32_t vers,
+		    unsigned timeo, unsigned retrans, struct nc_xprt **out)
 {
 	struct nc_xprt_cfg cfg;
 	struct nc_opts o = c->opts; /* copied by nc_xprt_create() */
@@ -236,7 +235,7 @@ static int getport(nc_client_t *c, struct nc_xprt *x, uint32_t prog,
 		   uint32_t vers, unsigned *port, bool *retry, char *err,
 		   size_t errlen)
 {
-	struct pmap map = {prog, vers, IPPROTO_TCP, 0};
+	struct pmap map = { prog, vers, IPPROTO_TCP, 0 };
 	u_long res = 0;
 	struct nc_rpc r = {
 		.proc = PMAPPROC_GETPORT,
@@ -276,11 +275,10 @@ static int find_ports(nc_client_t *c, bool *retry, char *err, size_t errlen)
 	c->mount_port = c->opts.mountport;
 	if (c->nfs_port && c->mount_port)
 		return 0;
-	rc = aux_xprt(c, PMAPPORT, PMAPPROG, PMAPVERS, PMAP_TIMEO,
-		      PMAP_RETRANS, &x);
+	rc = aux_xprt(c, PMAPPORT, PMAPPROG, PMAPVERS, PMAP_TIMEO, PMAP_RETRANS,
+		      &x);
 	if (rc) {
-		say(err, errlen, "rpcbind on %s: %s", c->server,
-		    strerror(-rc));
+		say(err, errlen, "rpcbind on %s: %s", c->server, strerror(-rc));
 		return rc;
 	}
 	if (!c->nfs_port)
@@ -312,8 +310,8 @@ static int list_exports(nc_client_t *c, struct nc_xprt *x,
 	rc = nc_xprt_call(x, &r);
 	if (rc) {
 		*retry = unreachable(rc);
-		say(err, errlen, "MOUNT service on %s (port %u): %s",
-		    c->server, c->mount_port, rpc_why(rc));
+		say(err, errlen, "MOUNT service on %s (port %u): %s", c->server,
+		    c->mount_port, rpc_why(rc));
 	}
 	return rc;
 }
@@ -363,9 +361,8 @@ int nc_client_exports(nc_client_t *c, const struct nc_cred *cred,
  * Picks the longest export that covers path into c->export_path and sets
  * *rest to the part of path below it.
  */
-static int pick_export(nc_client_t *c, const exportnode *list,
-		       const char *path, const char **rest, char *err,
-		       size_t errlen)
+static int pick_export(nc_client_t *c, const exportnode *list, const char *path,
+		       const char **rest, char *err, size_t errlen)
 {
 	char seen[512] = "";
 	const char *best = NULL;
@@ -435,8 +432,8 @@ static int mnt(nc_client_t *c, struct nc_xprt *x, const struct nc_cred *cred,
 	rc = nc_xprt_call(x, &r);
 	if (rc) {
 		*retry = unreachable(rc);
-		say(err, errlen, "MOUNT service on %s (port %u): %s",
-		    c->server, c->mount_port, rpc_why(rc));
+		say(err, errlen, "MOUNT service on %s (port %u): %s", c->server,
+		    c->mount_port, rpc_why(rc));
 		goto out_free;
 	}
 	/* mountstat3 values are the NFS3ERR_* ones (mount3.x). */
@@ -526,8 +523,9 @@ static int nfs_first_calls(nc_client_t *c, const struct nc_cred *cred,
 	rc = nc_lookup_path(c, cred, &c->export_fh, rest, &e);
 	if (rc) {
 		*retry = unreachable(rc);
-		say(err, errlen, "cannot look up %s below %s:%s (NFS port %u): %s",
-		    path, c->server, c->export_path, c->nfs_port, rpc_why(rc));
+		say(err, errlen,
+		    "cannot look up %s below %s:%s (NFS port %u): %s", path,
+		    c->server, c->export_path, c->nfs_port, rpc_why(rc));
 		return rc;
 	}
 	if (!S_ISDIR(e.attr.mode)) {
@@ -598,14 +596,6 @@ out_destroy:
 	return rc;
 }
 
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * NS_PER_SEC + ts.tv_nsec;
-}
-
 /*
  * Attempts until one works, fails for good, or (hard mounts) retry=
  * minutes have passed.  Soft mounts make one attempt.
@@ -614,8 +604,9 @@ static int mount_retrying(nc_client_t *c, const char *path,
 			  const struct nc_cred *cred, struct nc_fh *root,
 			  char *err, size_t errlen)
 {
-	int64_t give_up = now_ns() + (int64_t)c->opts.retry *
-					     SECONDS_PER_MINUTE * NS_PER_SEC;
+	int64_t give_up =
+		(int64_t)region_now_ns() +
+		(int64_t)c->opts.retry * SECONDS_PER_MINUTE * NS_PER_SEC;
 	int64_t backoff = MOUNT_BACKOFF_MIN_NS;
 	bool said = false;
 
@@ -627,7 +618,7 @@ static int mount_retrying(nc_client_t *c, const char *path,
 		rc = mount_attempt(c, path, cred, root, &retry, err, errlen);
 		if (rc == 0 || !retry || c->opts.timeo_mode != NC_HARD)
 			return rc;
-		left = give_up - now_ns();
+		left = give_up - (int64_t)region_now_ns();
 		if (left <= 0) {
 			size_t n = errlen ? strlen(err) : 0;
 
@@ -680,8 +671,9 @@ static unsigned io_size(unsigned opt, uint32_t pref, uint32_t max)
 	return s;
 }
 
-int nc_client_mount(nc_client_t *c, const char *path, const struct nc_cred *cred,
-		    struct nc_fh *root, char *err, size_t errlen)
+int nc_client_mount(nc_client_t *c, const char *path,
+		    const struct nc_cred *cred, struct nc_fh *root, char *err,
+		    size_t errlen)
 {
 	int rc;
 

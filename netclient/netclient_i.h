@@ -71,8 +71,8 @@ struct nc_xprt_cfg {
 	struct sockaddr_in addr;
 	uint32_t prog, vers;
 	const struct nc_opts *opts; /* timeo, retrans, hard/soft, intr */
-	unsigned slots;		    /* calls in flight; 0: opts->slots */
-	struct nc_xstats *stats;    /* where to count; may be shared */
+	unsigned slots; /* calls in flight; 0: opts->slots */
+	struct nc_xstats *stats; /* where to count; may be shared */
 };
 
 /*
@@ -125,10 +125,10 @@ struct nc_client {
 	char server[256];
 	struct sockaddr_in addr; /* port 0 */
 	struct nc_opts opts;
-	struct nc_xstats stats;	 /* of every transport of this client */
-	struct nc_xprt *nfs;	 /* set by nc_client_mount() */
+	struct nc_xstats stats; /* of every transport of this client */
+	struct nc_xprt *nfs; /* set by nc_client_mount() */
 	struct nc_cred mount_cred;
-	char export_path[1024];	 /* the export MNTed; "" before */
+	char export_path[1024]; /* the export MNTed; "" before */
 	struct nc_fh export_fh;
 	unsigned nfs_port, mount_port;
 	unsigned rsize, wsize;

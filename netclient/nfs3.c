@@ -38,8 +38,7 @@ _Static_assert((int)NC_UNSTABLE == (int)UNSTABLE &&
 		       (int)NC_DATA_SYNC == (int)DATA_SYNC &&
 		       (int)NC_FILE_SYNC == (int)FILE_SYNC,
 	       "nc_stable must be stable_how");
-_Static_assert(sizeof(((struct nc_write_res *)0)->verf) ==
-			       NFS3_WRITEVERFSIZE,
+_Static_assert(sizeof(((struct nc_write_res *)0)->verf) == NFS3_WRITEVERFSIZE,
 	       "write verifier size");
 
 /*
@@ -60,14 +59,14 @@ _Static_assert(sizeof(((struct nc_write_res *)0)->verf) ==
  * A struct nc_rpc for procedure P, with P's rpcgen routines; the compound
  * literals make the compiler check that args and res are P's types.
  */
-#define NFS3_RPC(P, args, res, cr)                                            \
-	((struct nc_rpc){                                                     \
-		.proc = NFSPROC3_##P,                                         \
-		.xargs = NC_XDRPROC(xdr_##P##3args),                          \
-		.argp = (const P##3args *){(args)},                           \
-		.xres = NC_XDRPROC(xdr_##P##3res),                            \
-		.resp = (P##3res *){(res)},                                   \
-		.cred = (cr),                                                 \
+#define NFS3_RPC(P, args, res, cr)                    \
+	((struct nc_rpc){                             \
+		.proc = NFSPROC3_##P,                 \
+		.xargs = NC_XDRPROC(xdr_##P##3args),  \
+		.argp = (const P##3args *){ (args) }, \
+		.xres = NC_XDRPROC(xdr_##P##3res),    \
+		.resp = (P##3res *){ (res) },         \
+		.cred = (cr),                         \
 	})
 
 /*
@@ -116,8 +115,8 @@ static diropargs3 dirop(const struct nc_fh *dir, const char *name)
 
 /* ftype3 to the S_IF* type bits, and back (ftype_to3). */
 static const mode_t ftypes[] = {
-	[NF3REG] = S_IFREG,   [NF3DIR] = S_IFDIR,	[NF3BLK] = S_IFBLK,
-	[NF3CHR] = S_IFCHR,   [NF3LNK] = S_IFLNK,	[NF3SOCK] = S_IFSOCK,
+	[NF3REG] = S_IFREG,  [NF3DIR] = S_IFDIR, [NF3BLK] = S_IFBLK,
+	[NF3CHR] = S_IFCHR,  [NF3LNK] = S_IFLNK, [NF3SOCK] = S_IFSOCK,
 	[NF3FIFO] = S_IFIFO,
 };
 
@@ -134,7 +133,7 @@ static ftype3 ftype_to3(mode_t type)
 
 static struct timespec time_from3(const nfstime3 *t)
 {
-	struct timespec ts = {(time_t)t->seconds, (long)t->nseconds};
+	struct timespec ts = { (time_t)t->seconds, (long)t->nseconds };
 
 	return ts;
 }
@@ -142,7 +141,7 @@ static struct timespec time_from3(const nfstime3 *t)
 static nfstime3 time_to3(const struct timespec *ts)
 {
 	/* nfstime3 is unsigned 32-bit seconds, as Linux encodes it. */
-	nfstime3 t = {(uint32)ts->tv_sec, (uint32)ts->tv_nsec};
+	nfstime3 t = { (uint32)ts->tv_sec, (uint32)ts->tv_nsec };
 
 	return t;
 }
@@ -290,8 +289,8 @@ int nc_null(nc_client_t *c)
 int nc_getattr(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
 	       struct nc_attr *attr)
 {
-	GETATTR3args args = {fh_to3(fh)};
-	GETATTR3res res = {0};
+	GETATTR3args args = { fh_to3(fh) };
+	GETATTR3res res = { 0 };
 	struct nc_rpc r = NFS3_RPC(GETATTR, &args, &res, cr);
 	int rc = nfs_call(c, &r, &res.status);
 
@@ -311,8 +310,10 @@ static bool time_fits3(const struct timespec *ts)
 int nc_setattr(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
 	       const struct nc_sattr *sa, struct nc_attr *attr)
 {
-	SETATTR3args args = {fh_to3(fh), sattr_to3(sa), {FALSE, {{0, 0}}}};
-	SETATTR3res res = {0};
+	SETATTR3args args = { fh_to3(fh),
+			      sattr_to3(sa),
+			      { FALSE, { { 0, 0 } } } };
+	SETATTR3res res = { 0 };
 	struct nc_rpc r = NFS3_RPC(SETATTR, &args, &res, cr);
 	bool have = false;
 	int rc;
@@ -335,11 +336,11 @@ int nc_setattr(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
 	return rc;
 }
 
-int nc_lookup(nc_client_t *c, const struct nc_cred *cr,
-	      const struct nc_fh *dir, const char *name, struct nc_entry *out)
+int nc_lookup(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *dir,
+	      const char *name, struct nc_entry *out)
 {
-	LOOKUP3args args = {dirop(dir, name)};
-	LOOKUP3res res = {0};
+	LOOKUP3args args = { dirop(dir, name) };
+	LOOKUP3res res = { 0 };
 	struct nc_rpc r = NFS3_RPC(LOOKUP, &args, &res, cr);
 	struct nc_entry unused;
 	int rc = nfs_call(c, &r, &res.status);
@@ -389,8 +390,8 @@ int nc_lookup_path(nc_client_t *c, const struct nc_cred *cr,
 int nc_access(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
 	      uint32_t access, uint32_t *granted)
 {
-	ACCESS3args args = {fh_to3(fh), access};
-	ACCESS3res res = {0};
+	ACCESS3args args = { fh_to3(fh), access };
+	ACCESS3res res = { 0 };
 	struct nc_rpc r = NFS3_RPC(ACCESS, &args, &res, cr);
 	int rc = nfs_call(c, &r, &res.status);
 
@@ -403,8 +404,8 @@ int nc_access(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
 int nc_readlink(nc_client_t *c, const struct nc_cred *cr,
 		const struct nc_fh *fh, char *buf, size_t len)
 {
-	READLINK3args args = {fh_to3(fh)};
-	READLINK3res res = {0};
+	READLINK3args args = { fh_to3(fh) };
+	READLINK3res res = { 0 };
 	struct nc_rpc r = NFS3_RPC(READLINK, &args, &res, cr);
 	int rc = nfs_call(c, &r, &res.status);
 
@@ -456,8 +457,7 @@ static bool_t xdr_read_into(XDR *xdrs, struct read_into *ri)
 		return FALSE;
 	if (xdrs->x_op == XDR_DECODE)
 		ok->data.data_val = ri->buf;
-	return xdr_bytes(xdrs, &ok->data.data_val, &ok->data.data_len,
-			 ri->max);
+	return xdr_bytes(xdrs, &ok->data.data_val, &ok->data.data_len, ri->max);
 }
 
 /* One READ of a batch: its arguments, its result, its nc_rpc. */
@@ -764,8 +764,8 @@ int nc_pwrite(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
 int nc_commit(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
 	      uint64_t off, uint32_t count, unsigned char verf[8])
 {
-	COMMIT3args args = {fh_to3(fh), off, count};
-	COMMIT3res res = {0};
+	COMMIT3args args = { fh_to3(fh), off, count };
+	COMMIT3res res = { 0 };
 	struct nc_rpc r = NFS3_RPC(COMMIT, &args, &res, cr);
 	int rc = nfs_call(c, &r, &res.status);
 
@@ -808,7 +808,7 @@ static int create_once(nc_client_t *c, const struct nc_cred *cr,
 		       struct nc_entry *out)
 {
 	CREATE3args args;
-	CREATE3res res = {0};
+	CREATE3res res = { 0 };
 	struct nc_rpc r = NFS3_RPC(CREATE, &args, &res, cr);
 
 	memset(&args, 0, sizeof(args));
@@ -823,17 +823,16 @@ static int create_once(nc_client_t *c, const struct nc_cred *cr,
 			 out);
 }
 
-int nc_create(nc_client_t *c, const struct nc_cred *cr,
-	      const struct nc_fh *dir, const char *name,
-	      enum nc_createmode how, const struct nc_sattr *sa,
-	      struct nc_entry *out)
+int nc_create(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *dir,
+	      const char *name, enum nc_createmode how,
+	      const struct nc_sattr *sa, struct nc_entry *out)
 {
 	static const createmode3 modes[] = {
 		[NC_CREATE_UNCHECKED] = UNCHECKED,
 		[NC_CREATE_GUARDED] = GUARDED,
 		[NC_CREATE_EXCLUSIVE] = EXCLUSIVE,
 	};
-	struct nc_sattr after = {0};
+	struct nc_sattr after = { 0 };
 	struct nc_entry e;
 	int rc;
 
@@ -874,21 +873,21 @@ int nc_create(nc_client_t *c, const struct nc_cred *cr,
 int nc_mkdir(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *dir,
 	     const char *name, const struct nc_sattr *sa, struct nc_entry *out)
 {
-	MKDIR3args args = {dirop(dir, name), sattr_to3(sa)};
-	MKDIR3res res = {0};
+	MKDIR3args args = { dirop(dir, name), sattr_to3(sa) };
+	MKDIR3res res = { 0 };
 	struct nc_rpc r = NFS3_RPC(MKDIR, &args, &res, cr);
 
 	return make_node(c, &r, &res.status, &res.MKDIR3res_u.resok.obj,
-			 &res.MKDIR3res_u.resok.obj_attributes, dir, name,
-			 out);
+			 &res.MKDIR3res_u.resok.obj_attributes, dir, name, out);
 }
 
 int nc_symlink(nc_client_t *c, const struct nc_cred *cr,
 	       const struct nc_fh *dir, const char *name, const char *target,
 	       const struct nc_sattr *sa, struct nc_entry *out)
 {
-	SYMLINK3args args = {dirop(dir, name), {sattr_to3(sa), (char *)target}};
-	SYMLINK3res res = {0};
+	SYMLINK3args args = { dirop(dir, name),
+			      { sattr_to3(sa), (char *)target } };
+	SYMLINK3res res = { 0 };
 	struct nc_rpc r = NFS3_RPC(SYMLINK, &args, &res, cr);
 
 	return make_node(c, &r, &res.status, &res.SYMLINK3res_u.resok.obj,
@@ -901,7 +900,7 @@ int nc_mknod(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *dir,
 	     const struct nc_sattr *sa, struct nc_entry *out)
 {
 	MKNOD3args args;
-	MKNOD3res res = {0};
+	MKNOD3res res = { 0 };
 	struct nc_rpc r = NFS3_RPC(MKNOD, &args, &res, cr);
 	mknoddata3 *what = &args.what;
 
@@ -923,17 +922,16 @@ int nc_mknod(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *dir,
 		return -EINVAL; /* regular files, directories, links: not here */
 	}
 	return make_node(c, &r, &res.status, &res.MKNOD3res_u.resok.obj,
-			 &res.MKNOD3res_u.resok.obj_attributes, dir, name,
-			 out);
+			 &res.MKNOD3res_u.resok.obj_attributes, dir, name, out);
 }
 
 /* Removing and moving names: nothing to keep from the result. */
 
-int nc_remove(nc_client_t *c, const struct nc_cred *cr,
-	      const struct nc_fh *dir, const char *name)
+int nc_remove(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *dir,
+	      const char *name)
 {
-	REMOVE3args args = {dirop(dir, name)};
-	REMOVE3res res = {0};
+	REMOVE3args args = { dirop(dir, name) };
+	REMOVE3res res = { 0 };
 	struct nc_rpc r = NFS3_RPC(REMOVE, &args, &res, cr);
 	int rc = nfs_call(c, &r, &res.status);
 
@@ -944,8 +942,8 @@ int nc_remove(nc_client_t *c, const struct nc_cred *cr,
 int nc_rmdir(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *dir,
 	     const char *name)
 {
-	RMDIR3args args = {dirop(dir, name)};
-	RMDIR3res res = {0};
+	RMDIR3args args = { dirop(dir, name) };
+	RMDIR3res res = { 0 };
 	struct nc_rpc r = NFS3_RPC(RMDIR, &args, &res, cr);
 	int rc = nfs_call(c, &r, &res.status);
 
@@ -957,8 +955,9 @@ int nc_rename(nc_client_t *c, const struct nc_cred *cr,
 	      const struct nc_fh *from_dir, const char *from_name,
 	      const struct nc_fh *to_dir, const char *to_name)
 {
-	RENAME3args args = {dirop(from_dir, from_name), dirop(to_dir, to_name)};
-	RENAME3res res = {0};
+	RENAME3args args = { dirop(from_dir, from_name),
+			     dirop(to_dir, to_name) };
+	RENAME3res res = { 0 };
 	struct nc_rpc r = NFS3_RPC(RENAME, &args, &res, cr);
 	int rc = nfs_call(c, &r, &res.status);
 
@@ -969,8 +968,8 @@ int nc_rename(nc_client_t *c, const struct nc_cred *cr,
 int nc_link(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
 	    const struct nc_fh *dir, const char *name)
 {
-	LINK3args args = {fh_to3(fh), dirop(dir, name)};
-	LINK3res res = {0};
+	LINK3args args = { fh_to3(fh), dirop(dir, name) };
+	LINK3res res = { 0 };
 	struct nc_rpc r = NFS3_RPC(LINK, &args, &res, cr);
 	int rc = nfs_call(c, &r, &res.status);
 
@@ -985,8 +984,8 @@ int nc_link(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
  * asked to stop, or its negative errno.
  */
 static int dirent_emit(nc_dirent_fn fn, void *arg, const char *name,
-		       uint64_t fileid, uint64_t cookie,
-		       const struct nc_fh *fh, const struct nc_attr *attr)
+		       uint64_t fileid, uint64_t cookie, const struct nc_fh *fh,
+		       const struct nc_attr *attr)
 {
 	int rc = fn(arg, name ? name : "", fileid, cookie, fh, attr);
 
@@ -1005,7 +1004,7 @@ static int readdir_plus(nc_client_t *c, const struct nc_cred *cr,
 			bool *eof)
 {
 	READDIRPLUS3args args;
-	READDIRPLUS3res res = {0};
+	READDIRPLUS3res res = { 0 };
 	struct nc_rpc r = NFS3_RPC(READDIRPLUS, &args, &res, cr);
 	int rc;
 
@@ -1045,7 +1044,7 @@ static int readdir_plain(nc_client_t *c, const struct nc_cred *cr,
 			 bool *eof)
 {
 	READDIR3args args;
-	READDIR3res res = {0};
+	READDIR3res res = { 0 };
 	struct nc_rpc r = NFS3_RPC(READDIR, &args, &res, cr);
 	int rc;
 
@@ -1084,8 +1083,8 @@ int nc_readdir(nc_client_t *c, const struct nc_cred *cr,
 	 * Relaxed: no_readdirplus is a hint with no data behind it; a
 	 * racing call that misses it only asks once more and falls back.
 	 */
-	if (plus && !atomic_load_explicit(&c->no_readdirplus,
-					  memory_order_relaxed)) {
+	if (plus &&
+	    !atomic_load_explicit(&c->no_readdirplus, memory_order_relaxed)) {
 		rc = readdir_plus(c, cr, dir, cookie, verf, fn, arg, eof);
 		if (rc != -EOPNOTSUPP)
 			return rc;
@@ -1100,8 +1099,8 @@ int nc_readdir(nc_client_t *c, const struct nc_cred *cr,
 int nc_fsstat(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
 	      struct nc_fsstat *out)
 {
-	FSSTAT3args args = {fh_to3(fh)};
-	FSSTAT3res res = {0};
+	FSSTAT3args args = { fh_to3(fh) };
+	FSSTAT3res res = { 0 };
 	struct nc_rpc r = NFS3_RPC(FSSTAT, &args, &res, cr);
 	int rc = nfs_call(c, &r, &res.status);
 
@@ -1122,8 +1121,8 @@ int nc_fsstat(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
 int nc_fsinfo(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
 	      struct nc_fsinfo *out)
 {
-	FSINFO3args args = {fh_to3(fh)};
-	FSINFO3res res = {0};
+	FSINFO3args args = { fh_to3(fh) };
+	FSINFO3res res = { 0 };
 	struct nc_rpc r = NFS3_RPC(FSINFO, &args, &res, cr);
 	int rc = nfs_call(c, &r, &res.status);
 
@@ -1145,8 +1144,8 @@ int nc_fsinfo(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
 int nc_pathconf(nc_client_t *c, const struct nc_cred *cr,
 		const struct nc_fh *fh, struct nc_pathconf *out)
 {
-	PATHCONF3args args = {fh_to3(fh)};
-	PATHCONF3res res = {0};
+	PATHCONF3args args = { fh_to3(fh) };
+	PATHCONF3res res = { 0 };
 	struct nc_rpc r = NFS3_RPC(PATHCONF, &args, &res, cr);
 	int rc = nfs_call(c, &r, &res.status);
 

@@ -1,6 +1,8 @@
 /*
  * Mount options as nfs(5) names them, parsed from and written back to
  * "a,b=c,..." strings, and the calling process's AUTH_SYS credentials.
+ * policy= (how the region API enforces the caller's regions) is parsed here
+ * too, so that the daemon and intrfs-client take it the same way.
  *
  * One table says what every option is, and both the parser and the
  * formatter walk it.  An option the table does not know is offered to the
@@ -46,36 +48,53 @@ void nc_opts_init(struct nc_opts *o)
 	o->retrans = RETRANS_DEFAULT;
 	o->retry = RETRY_DEFAULT;
 	o->slots = SLOTS_DEFAULT;
+	o->policy = REGION_POLICY_REGION;
 	/* rsize, wsize 0: the server's choice; port, mountport 0: rpcbind. */
 }
 
 enum opt_kind {
 	OPT_TIMEO_MODE, /* a flag: sets timeo_mode to value */
-	OPT_INTR_MODE,	/* a flag: sets intr_mode to value */
-	OPT_NUMBER,	/* key=N: an unsigned field in [min, max] */
-	OPT_ONLY,	/* key=only: accepted, any other value refused */
+	OPT_INTR_MODE, /* a flag: sets intr_mode to value */
+	OPT_NUMBER, /* key=N: an unsigned field in [min, max] */
+	OPT_ONLY, /* key=only: accepted, any other value refused */
+	OPT_POLICY, /* policy=percall|region|sigmask; not written back */
 };
 
 struct opt_def {
 	const char *name;
 	enum opt_kind kind;
-	unsigned value;		/* the mode flags set */
-	size_t off;		/* OPT_NUMBER: offsetof the unsigned field */
-	unsigned min, max;	/* OPT_NUMBER: the accepted range */
-	unsigned granule;	/* OPT_NUMBER: rounded down to a multiple */
-	bool omit_zero;		/* OPT_NUMBER: 0 is "unset", not written */
-	const char *only;	/* OPT_ONLY: the one value accepted */
-	const char *why;	/* OPT_ONLY: why the others are refused */
-	bool format;		/* OPT_ONLY: written by nc_opts_format() */
+	unsigned value; /* the mode flags set */
+	size_t off; /* OPT_NUMBER: offsetof the unsigned field */
+	unsigned min, max; /* OPT_NUMBER: the accepted range */
+	unsigned granule; /* OPT_NUMBER: rounded down to a multiple */
+	bool omit_zero; /* OPT_NUMBER: 0 is "unset", not written */
+	const char *only; /* OPT_ONLY: the one value accepted */
+	const char *why; /* OPT_ONLY: why the others are refused */
+	bool format; /* OPT_ONLY: written by nc_opts_format() */
 };
 
-#define TIMEO_MODE(n, v) {.name = n, .kind = OPT_TIMEO_MODE, .value = v}
-#define INTR_MODE(n, v) {.name = n, .kind = OPT_INTR_MODE, .value = v}
+#define TIMEO_MODE(n, v)                                      \
+	{                                                     \
+		.name = n, .kind = OPT_TIMEO_MODE, .value = v \
+	}
+#define INTR_MODE(n, v)                                      \
+	{                                                    \
+		.name = n, .kind = OPT_INTR_MODE, .value = v \
+	}
 #define NUMBER(n, field, lo, hi, g, z)                                        \
-	{.name = n, .kind = OPT_NUMBER, .off = offsetof(struct nc_opts, field), \
-	 .min = lo, .max = hi, .granule = g, .omit_zero = z}
+	{                                                                     \
+		.name = n, .kind = OPT_NUMBER,                                \
+		.off = offsetof(struct nc_opts, field), .min = lo, .max = hi, \
+		.granule = g, .omit_zero = z                                  \
+	}
+#define POLICY(n)                             \
+	{                                     \
+		.name = n, .kind = OPT_POLICY \
+	}
 #define ONLY(n, v, w, f)                                                      \
-	{.name = n, .kind = OPT_ONLY, .only = v, .why = w, .format = f}
+	{                                                                     \
+		.name = n, .kind = OPT_ONLY, .only = v, .why = w, .format = f \
+	}
 
 /*
  * intr and nointr keep their historic meaning here (Linux has ignored them
@@ -101,6 +120,7 @@ static const struct opt_def opt_defs[] = {
 	ONLY("nfsvers", ONLY_VERS, "intrfs speaks NFS version 3 only", false),
 	ONLY("proto", ONLY_PROTO, "intrfs uses TCP only", true),
 	ONLY("mountproto", ONLY_PROTO, "intrfs uses TCP only", false),
+	POLICY("policy"),
 };
 
 #define OPT_NDEFS (sizeof(opt_defs) / sizeof(opt_defs[0]))
@@ -163,8 +183,8 @@ static int opt_number(struct nc_opts *o, const struct opt_def *d,
 }
 
 /* Sets one option of the table; val is NULL when there was no '='. */
-static int opt_set(struct nc_opts *o, const struct opt_def *d,
-		   const char *val, char *err, size_t errlen)
+static int opt_set(struct nc_opts *o, const struct opt_def *d, const char *val,
+		   char *err, size_t errlen)
 {
 	switch (d->kind) {
 	case OPT_TIMEO_MODE:
@@ -184,14 +204,24 @@ static int opt_set(struct nc_opts *o, const struct opt_def *d,
 		return opt_number(o, d, val, err, errlen);
 	case OPT_ONLY:
 		if (!val) {
-			snprintf(err, errlen, "option '%s' needs a value: %s=%s",
-				 d->name, d->name, d->only);
+			snprintf(err, errlen,
+				 "option '%s' needs a value: %s=%s", d->name,
+				 d->name, d->only);
 			return -EINVAL;
 		}
 		if (strcmp(val, d->only) != 0) {
 			snprintf(err, errlen,
 				 "option '%s=%s' is not supported: %s (%s=%s)",
 				 d->name, val, d->why, d->name, d->only);
+			return -EINVAL;
+		}
+		return 0;
+	case OPT_POLICY:
+		if (!val || region_policy_parse(val, &o->policy) < 0) {
+			snprintf(err, errlen,
+				 "option '%s' is percall, region or sigmask, "
+				 "not '%s'",
+				 d->name, val ? val : "");
 			return -EINVAL;
 		}
 		return 0;
@@ -283,13 +313,11 @@ void nc_opts_format(const struct nc_opts *o, char *buf, size_t len)
 		switch (d->kind) {
 		case OPT_TIMEO_MODE:
 			if (d->value == (unsigned)o->timeo_mode)
-				append(buf, len, &pos, "%s%s", sep,
-				       d->name);
+				append(buf, len, &pos, "%s%s", sep, d->name);
 			break;
 		case OPT_INTR_MODE:
 			if (d->value == (unsigned)o->intr_mode)
-				append(buf, len, &pos, "%s%s", sep,
-				       d->name);
+				append(buf, len, &pos, "%s%s", sep, d->name);
 			break;
 		case OPT_NUMBER:
 			v = opt_get(o, d);
@@ -301,6 +329,8 @@ void nc_opts_format(const struct nc_opts *o, char *buf, size_t len)
 			if (d->format)
 				append(buf, len, &pos, "%s%s=%s", sep, d->name,
 				       d->only);
+			break;
+		case OPT_POLICY:
 			break;
 		}
 	}

@@ -38,7 +38,7 @@ static _Atomic(void *) report_arg;
 static pthread_once_t global_once = PTHREAD_ONCE_INIT;
 static pthread_key_t tc_key;
 
-uint64_t region__now_ns(void)
+uint64_t region_now_ns(void)
 {
 	struct timespec ts;
 
@@ -186,11 +186,12 @@ void region__refresh_fast(void)
 {
 	struct region_state *rs = region__cur;
 
-	region__fast = rs && rs->policy != REGION_POLICY_SIGMASK &&
-				       !atomic_load_explicit(&region__event_fn,
-							     memory_order_relaxed) ?
-			       rs :
-			       NULL;
+	region__fast =
+		rs && rs->policy != REGION_POLICY_SIGMASK &&
+				!atomic_load_explicit(&region__event_fn,
+						      memory_order_relaxed) ?
+			rs :
+			NULL;
 }
 
 struct region_state *region__thread_state(void)
@@ -205,9 +206,8 @@ struct region_state *region__thread_state(void)
 void region_depths(unsigned *uninterruptible, unsigned *killable)
 {
 	const struct region_state *rs = region__cur;
-	uint64_t c = rs ? atomic_load_explicit(&rs->count,
-					       memory_order_relaxed) :
-			  0;
+	uint64_t c =
+		rs ? atomic_load_explicit(&rs->count, memory_order_relaxed) : 0;
 
 	if (uninterruptible)
 		*uninterruptible = region__uninterruptible_depth(c);
@@ -235,7 +235,8 @@ void region__report(const char *fmt, ...)
 	va_end(ap);
 	fn = atomic_load_explicit(&report_fn, memory_order_acquire);
 	if (fn)
-		fn(buf, atomic_load_explicit(&report_arg, memory_order_relaxed));
+		fn(buf,
+		   atomic_load_explicit(&report_arg, memory_order_relaxed));
 	else
 		fprintf(stderr, "intrfs: %s\n", buf);
 }
@@ -268,7 +269,8 @@ void region__emit(enum region_event_type type, const struct task *t,
 	fn(&ev, atomic_load_explicit(&event_arg, memory_order_relaxed));
 }
 
-size_t region__format_stack(char *buf, size_t len, const struct region_state *rs)
+size_t region__format_stack(char *buf, size_t len,
+			    const struct region_state *rs)
 {
 	uint64_t c = atomic_load_explicit(&rs->count, memory_order_acquire);
 	unsigned d = region__depth(c);
@@ -291,11 +293,11 @@ size_t region__format_stack(char *buf, size_t len, const struct region_state *rs
 			continue;
 		off += snprintf(buf + off, len - off,
 				"  #%u %s \"%s\" begun at %s:%d (%s)", i,
-				kind_name(s->kind), s->reason, s->file,
-				s->line, s->func);
+				kind_name(s->kind), s->reason, s->file, s->line,
+				s->func);
 		if (off < len && st && now >= st)
-			off += snprintf(buf + off, len - off, ", %" PRIu64
-					" ms ago", now - st);
+			off += snprintf(buf + off, len - off,
+					", %" PRIu64 " ms ago", now - st);
 		if (off < len)
 			off += snprintf(buf + off, len - off, "\n");
 	}
@@ -417,8 +419,8 @@ static struct {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	pthread_t thread;
-	bool running;	/* protected by lock */
-	bool stop;	/* protected by lock */
+	bool running; /* protected by lock */
+	bool stop; /* protected by lock */
 	uint64_t threshold_ns;
 	uint64_t start_ns;
 } wd = {
@@ -463,8 +465,7 @@ static void watchdog_check(struct task *t, void *arg)
 		       task_mode_name((enum task_mode)atomic_load_explicit(
 			       &t->wait_mode, memory_order_relaxed)),
 		       scan->threshold_ns / 1000000,
-		       region_policy_name(t->rs.policy),
-		       stack);
+		       region_policy_name(t->rs.policy), stack);
 }
 
 static void *watchdog_main(void *arg)
@@ -475,7 +476,7 @@ static void *watchdog_main(void *arg)
 	pthread_mutex_lock(&wd.lock);
 	while (!wd.stop) {
 		struct timespec ts;
-		uint64_t now = region__now_ns();
+		uint64_t now = region_now_ns();
 		uint64_t scan_every = wd.threshold_ns / 4;
 
 		/* 1 so that 0 keeps meaning "the clock never ran". */
@@ -485,7 +486,7 @@ static void *watchdog_main(void *arg)
 		if (scan_every < WATCHDOG_TICK_MS * 1000000ull)
 			scan_every = WATCHDOG_TICK_MS * 1000000ull;
 		if (wd.threshold_ns && now - last_scan >= scan_every) {
-			struct watchdog_scan scan = {now, wd.threshold_ns};
+			struct watchdog_scan scan = { now, wd.threshold_ns };
 
 			last_scan = now;
 			pthread_mutex_unlock(&wd.lock);
@@ -515,7 +516,7 @@ int region_watchdog_start(uint64_t threshold_ns)
 		return 0;
 	}
 	wd.stop = false;
-	wd.start_ns = region__now_ns();
+	wd.start_ns = region_now_ns();
 	atomic_store_explicit(&region__clock_ms, 1, memory_order_relaxed);
 	err = pthread_create(&wd.thread, NULL, watchdog_main, NULL);
 	if (err == 0)

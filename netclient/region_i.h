@@ -34,8 +34,8 @@ struct thread_ctx {
 	_Atomic unsigned arrived;
 	struct task *task; /* the current task, or NULL */
 	struct region_state *saved_cur; /* region__cur before task_enter() */
-	sigset_t saved_mask;		/* sigmask policy: before task_enter() */
-	struct region_state own;	/* regions of a thread without a task */
+	sigset_t saved_mask; /* sigmask policy: before task_enter() */
+	struct region_state own; /* regions of a thread without a task */
 };
 
 /* A sleeper on a task_mutex or task_cond queue; lives on its stack. */
@@ -52,16 +52,16 @@ struct task {
 	void *data;
 	_Atomic unsigned refs;
 
-	_Atomic unsigned pending;   /* enum task_intr bits */
-	_Atomic unsigned deferred;  /* pending bits a wait had to hold back */
+	_Atomic unsigned pending; /* enum task_intr bits */
+	_Atomic unsigned deferred; /* pending bits a wait had to hold back */
 	_Atomic unsigned delivered; /* bits a wait has returned -EINTR for */
-	_Atomic uint64_t raised_ns[3];	  /* by kind: first raise since flush */
+	_Atomic uint64_t raised_ns[3]; /* by kind: first raise since flush */
 	_Atomic uint64_t delivered_ns[3]; /* by kind: first delivery */
 
 	pthread_mutex_t lock;
-	bool running;		/* protected by lock */
-	pthread_t thread;	/* protected by lock */
-	struct thread_ctx *tc;	/* protected by lock */
+	bool running; /* protected by lock */
+	pthread_t thread; /* protected by lock */
+	struct thread_ctx *tc; /* protected by lock */
 
 	/* The current wait: written by the owner, read by watchers. */
 	_Atomic(const char *) wait_what; /* NULL when not waiting */
@@ -86,10 +86,10 @@ struct thread_ctx *region__thread_ctx(void);
 /* Runs once: installs the sigmask policy's signal handler. */
 void region__global_init(void);
 
-uint64_t region__now_ns(void);
 void region__report(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Appends the region stack of rs, innermost first, to buf. */
-size_t region__format_stack(char *buf, size_t len, const struct region_state *rs);
+size_t region__format_stack(char *buf, size_t len,
+			    const struct region_state *rs);
 void region__emit(enum region_event_type type, const struct task *t,
 		  const struct region_site *site, unsigned depth,
 		  enum task_intr intr, uint64_t deferral_ns);

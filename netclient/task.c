@@ -20,7 +20,7 @@
 
 static pthread_mutex_t tasks_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct task *tasks_head; /* protected by tasks_lock */
-static unsigned tasks_count;	/* protected by tasks_lock */
+static unsigned tasks_count; /* protected by tasks_lock */
 static _Atomic uint64_t next_id = 1;
 
 task_t *task_create(const struct task_attr *attr)
@@ -174,7 +174,7 @@ void task_leave(task_t *t)
 	t->tc = NULL;
 	pthread_mutex_unlock(&t->lock);
 	if (t->rs.policy == REGION_POLICY_SIGMASK) {
-		static const struct timespec zero = {0, 0};
+		static const struct timespec zero = { 0, 0 };
 		sigset_t both;
 
 		/*
@@ -214,7 +214,7 @@ void task_interrupt(task_t *t, enum task_intr kind)
 				  memory_order_relaxed);
 	/* The first raise since a flush dates the interrupt. */
 	atomic_compare_exchange_strong_explicit(&t->raised_ns[kind], &zero,
-						region__now_ns(),
+						region_now_ns(),
 						memory_order_relaxed,
 						memory_order_relaxed);
 	/*
@@ -278,7 +278,7 @@ void task_flush_interrupts(task_t *t)
 
 void task_snapshot(task_t *t, struct task_info *ti)
 {
-	uint64_t now = region__now_ns(), clk = region_clock_ms();
+	uint64_t now = region_now_ns(), clk = region_clock_ms();
 	const char *what;
 	uint64_t raised = 0;
 	uint64_t c;
@@ -363,8 +363,8 @@ int task_foreach(int (*fn)(const struct task_info *ti, void *arg), void *arg)
 		return -ENOMEM;
 	}
 	for (struct task *t = tasks_head; t; t = t->next) {
-		unsigned r = atomic_load_explicit(&t->refs,
-						  memory_order_relaxed);
+		unsigned r =
+			atomic_load_explicit(&t->refs, memory_order_relaxed);
 
 		/*
 		 * A task whose count reached zero is waiting for tasks_lock

@@ -26,9 +26,9 @@
 
 struct wait {
 	struct thread_ctx *tc;
-	struct task *t;	    /* NULL: a thread without a task */
+	struct task *t; /* NULL: a thread without a task */
 	enum task_mode eff; /* after regions and policy */
-	uint64_t deadline;  /* monotonic ns; 0 for none */
+	uint64_t deadline; /* monotonic ns; 0 for none */
 };
 
 enum task_mode region__eff(const struct region_state *rs, enum task_mode m)
@@ -74,8 +74,9 @@ static void deliver(struct task *t, enum task_intr kind)
 	/* An interrupt is counted once, however many waits it ends. */
 	if (old & kind)
 		return;
-	now = region__now_ns();
-	atomic_store_explicit(&t->delivered_ns[kind], now, memory_order_relaxed);
+	now = region_now_ns();
+	atomic_store_explicit(&t->delivered_ns[kind], now,
+			      memory_order_relaxed);
 	atomic_fetch_add_explicit(&region__stats.delivered, 1,
 				  memory_order_relaxed);
 	if (atomic_load_explicit(&t->deferred, memory_order_relaxed) & kind) {
@@ -102,8 +103,9 @@ static void deliver(struct task *t, enum task_intr kind)
 void region__note_deferred(struct task *t, unsigned kinds)
 {
 	/* The first to mark a kind counts it, whichever thread that is. */
-	unsigned fresh = kinds & ~atomic_fetch_or_explicit(&t->deferred, kinds,
-							   memory_order_relaxed);
+	unsigned fresh = kinds &
+			 ~atomic_fetch_or_explicit(&t->deferred, kinds,
+						   memory_order_relaxed);
 
 	for (unsigned k = TASK_INTR_NORMAL; k <= TASK_INTR_FATAL; k <<= 1) {
 		if (!(fresh & k))
@@ -150,9 +152,9 @@ static int intr_check(struct wait *w)
 			 * interrupt whose pthread_kill() has returned is seen.
 			 */
 			sigpending(&unused);
-			visible = pend & atomic_load_explicit(
-						 &w->tc->arrived,
-						 memory_order_relaxed);
+			visible = pend &
+				  atomic_load_explicit(&w->tc->arrived,
+						       memory_order_relaxed);
 		}
 	}
 	if (visible & allowed) {
@@ -184,7 +186,7 @@ int task_check_interrupt(enum task_mode mode)
 static void wait_enter(struct wait *w, const char *what, enum task_mode mode,
 		       int64_t timeout_ns)
 {
-	uint64_t now = region__now_ns();
+	uint64_t now = region_now_ns();
 	struct task *t;
 
 	w->tc = region__thread_ctx();
@@ -215,7 +217,7 @@ static bool wait_remaining(const struct wait *w, struct timespec *ts)
 
 	if (!w->deadline)
 		return true;
-	now = region__now_ns();
+	now = region_now_ns();
 	if (now >= w->deadline)
 		return false;
 	left = w->deadline - now;
@@ -261,7 +263,7 @@ static int wait_sleep(struct wait *w, const struct timespec *ts, int fd,
 int task_wait_fd(int fd, short events, enum task_mode mode, int64_t timeout_ns,
 		 short *revents)
 {
-	struct pollfd p = {fd, events, 0};
+	struct pollfd p = { fd, events, 0 };
 	struct timespec ts;
 	struct wait w;
 	int n, rc;
@@ -410,7 +412,7 @@ bool task_mutex_trylock(task_mutex_t *m)
 static int mutex_lock_slow(task_mutex_t *m, enum task_mode mode,
 			   int64_t timeout_ns)
 {
-	struct region__waiter me = {0};
+	struct region__waiter me = { 0 };
 	struct wait w;
 	int rc;
 
@@ -489,7 +491,7 @@ void task_cond_destroy(task_cond_t *c)
 int task_cond_wait(task_cond_t *c, task_mutex_t *m, enum task_mode mode,
 		   int64_t timeout_ns)
 {
-	struct region__waiter me = {0};
+	struct region__waiter me = { 0 };
 	struct wait w;
 	bool woken;
 	int rc;

@@ -93,8 +93,8 @@
 
 enum call_state {
 	CALL_UNSENT, /* needs (re)transmission */
-	CALL_SENT,   /* sent on connection sent_gen, waiting */
-	CALL_DONE,   /* reply in hand, or failed (rc) */
+	CALL_SENT, /* sent on connection sent_gen, waiting */
+	CALL_DONE, /* reply in hand, or failed (rc) */
 };
 
 struct nc_waiter {
@@ -110,16 +110,16 @@ struct nc_call {
 	unsigned char *rec; /* record mark + call message but the tail */
 	size_t rec_len;
 	const unsigned char *tail; /* the rpc's tail, sent from where it is */
-	size_t tail_len;	   /* with its XDR padding */
+	size_t tail_len; /* with its XDR padding */
 
 	/* Protected by xprt->lock. */
 	enum call_state state;
 	bool has_slot;
 	uint64_t sent_gen;
 	uint64_t deadline_ns; /* when the current timeout expires */
-	uint64_t timeout_ns;  /* the current timeout */
-	uint64_t giveup_ns;   /* soft: when the major timeout ends it; 0 */
-	unsigned minor;	      /* retransmissions since the last major */
+	uint64_t timeout_ns; /* the current timeout */
+	uint64_t giveup_ns; /* soft: when the major timeout ends it; 0 */
+	unsigned minor; /* retransmissions since the last major */
 	unsigned char *reply;
 	size_t reply_len;
 	int rc;
@@ -143,15 +143,15 @@ struct nc_xprt {
 	/* Everything below is protected by lock. */
 	task_cond_t conn_cond; /* connection state and closing_fd changes */
 	enum conn_state conn;
-	int fd;			/* -1 unless CONN_UP */
-	int closing_fd;		/* the receiver closes it; -1 when none */
-	uint64_t gen;		/* connection number, +1 per connect */
-	uint16_t local_port;	/* source port of the last connection */
+	int fd; /* -1 unless CONN_UP */
+	int closing_fd; /* the receiver closes it; -1 when none */
+	uint64_t gen; /* connection number, +1 per connect */
+	uint16_t local_port; /* source port of the last connection */
 	bool ever_connected;
 	unsigned connect_failures;
 	uint64_t next_connect_ns; /* no attempt before this */
-	bool not_responding;	  /* "still trying" or "timed out" printed */
-	bool garbage;		  /* the receiver found a stream not RPC */
+	bool not_responding; /* "still trying" or "timed out" printed */
+	bool garbage; /* the receiver found a stream not RPC */
 	struct nc_call *table[XID_BUCKETS];
 	unsigned inflight;
 	struct nc_waiter *slot_waiters;
@@ -161,14 +161,6 @@ struct nc_xprt {
 	pthread_t rx;
 	int rx_efd; /* wakes the receiver: stop, or a disconnect */
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static void count(_Atomic uint64_t *c)
 {
@@ -190,8 +182,8 @@ static enum task_mode wait_mode(enum nc_intr_mode m)
 
 static uint64_t initial_timeout(const struct nc_xprt *x)
 {
-	uint64_t t = (uint64_t)(x->opts.timeo ? x->opts.timeo : 1) *
-		     DECISECOND_NS;
+	uint64_t t =
+		(uint64_t)(x->opts.timeo ? x->opts.timeo : 1) * DECISECOND_NS;
 
 	return t < TIMEO_MAX_NS ? t : TIMEO_MAX_NS;
 }
@@ -220,7 +212,7 @@ static uint64_t dead_after(const struct nc_xprt *x)
 
 static int64_t until(uint64_t deadline)
 {
-	uint64_t now = now_ns();
+	uint64_t now = region_now_ns();
 
 	return deadline > now ? (int64_t)(deadline - now) : 0;
 }
@@ -306,7 +298,7 @@ static int encode_call(struct nc_xprt *x, struct nc_call *call)
 	}
 	{
 		uint32_t mark = htonl(RM_LAST | (uint32_t)(call->rec_len - 4 +
-							    call->tail_len));
+							   call->tail_len));
 
 		memcpy(call->rec, &mark, 4);
 	}
@@ -475,7 +467,7 @@ static int open_socket(struct nc_xprt *x, uint16_t port)
 	 */
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (port) {
-		struct sockaddr_in local = {0};
+		struct sockaddr_in local = { 0 };
 
 		local.sin_family = AF_INET;
 		local.sin_port = htons(port);
@@ -546,7 +538,7 @@ static int xprt_connect_locked(struct nc_xprt *x, uint64_t deadline,
 		if (rc)
 			return rc;
 	}
-	if (now_ns() < x->next_connect_ns) {
+	if (region_now_ns() < x->next_connect_ns) {
 		*retry_at = x->next_connect_ns;
 		return -EAGAIN;
 	}
@@ -555,7 +547,7 @@ static int xprt_connect_locked(struct nc_xprt *x, uint64_t deadline,
 	task_mutex_unlock(&x->lock);
 
 	{
-		uint64_t cap = now_ns() + CONNECT_ATTEMPT_MAX_NS;
+		uint64_t cap = region_now_ns() + CONNECT_ATTEMPT_MAX_NS;
 
 		if (!deadline || deadline > cap)
 			deadline = cap;
@@ -573,7 +565,7 @@ static int xprt_connect_locked(struct nc_xprt *x, uint64_t deadline,
 	}
 	if (rc) {
 		unsigned shift = x->connect_failures < 7 ? x->connect_failures :
-							     7;
+							   7;
 		uint64_t backoff = CONNECT_BACKOFF_MIN_NS << shift;
 
 		x->conn = CONN_DOWN;
@@ -581,7 +573,7 @@ static int xprt_connect_locked(struct nc_xprt *x, uint64_t deadline,
 			x->connect_failures++;
 			if (backoff > CONNECT_BACKOFF_MAX_NS)
 				backoff = CONNECT_BACKOFF_MAX_NS;
-			x->next_connect_ns = now_ns() + backoff;
+			x->next_connect_ns = region_now_ns() + backoff;
 		}
 		task_cond_broadcast(&x->conn_cond);
 		return rc;
@@ -611,7 +603,8 @@ int nc_xprt_connect(struct nc_xprt *x)
 	int rc;
 
 	task_mutex_lock_nofail(&x->lock);
-	rc = xprt_connect_locked(x, now_ns() + initial_timeout(x), &retry_at);
+	rc = xprt_connect_locked(x, region_now_ns() + initial_timeout(x),
+				 &retry_at);
 	task_mutex_unlock(&x->lock);
 	return rc;
 }
@@ -627,25 +620,26 @@ static ssize_t send_from(int fd, const struct nc_call *call, size_t off)
 	static const unsigned char zeros[4];
 	const struct nc_rpc *r = call->rpc;
 	struct iovec iov[3];
-	struct msghdr msg = {0};
+	struct msghdr msg = { 0 };
 	size_t pad = call->tail_len - r->tail_len;
 	int n = 0;
 
 	if (off < call->rec_len) {
-		iov[n++] = (struct iovec){call->rec + off, call->rec_len - off};
+		iov[n++] =
+			(struct iovec){ call->rec + off, call->rec_len - off };
 		off = 0;
 	} else {
 		off -= call->rec_len;
 	}
 	if (off < r->tail_len) {
-		iov[n++] = (struct iovec){(void *)(call->tail + off),
-					  r->tail_len - off};
+		iov[n++] = (struct iovec){ (void *)(call->tail + off),
+					   r->tail_len - off };
 		off = 0;
 	} else {
 		off -= r->tail_len;
 	}
 	if (off < pad)
-		iov[n++] = (struct iovec){(void *)(zeros + off), pad - off};
+		iov[n++] = (struct iovec){ (void *)(zeros + off), pad - off };
 	msg.msg_iov = iov;
 	msg.msg_iovlen = (size_t)n;
 	return sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -679,7 +673,8 @@ static int send_record(struct nc_xprt *x, struct nc_call *call, int fd,
 				 * only a fatal interrupt may cut it, at the
 				 * price of the connection.
 				 */
-				region_begin_killable("rpc: record partly sent");
+				region_begin_killable(
+					"rpc: record partly sent");
 				partial = true;
 			}
 			continue;
@@ -767,7 +762,7 @@ static int call_timeout(struct nc_xprt *x, struct nc_call *call)
 		call->state = CALL_UNSENT;
 		count(&x->stats->retransmits);
 	}
-	call->deadline_ns = now_ns() + call->timeout_ns;
+	call->deadline_ns = region_now_ns() + call->timeout_ns;
 	return 0;
 }
 
@@ -897,7 +892,7 @@ static bool all_done(struct nc_call *calls, unsigned n)
  */
 static bool run_timeouts(struct nc_xprt *x, struct nc_call *calls, unsigned n)
 {
-	uint64_t now = now_ns();
+	uint64_t now = region_now_ns();
 	bool any = false;
 
 	for (unsigned i = 0; i < n; i++) {
@@ -948,7 +943,7 @@ static bool all_sent(struct nc_call *calls, unsigned n)
 int nc_xprt_batch_notify(struct nc_xprt *x, struct nc_rpc *rpcs, unsigned n,
 			 const struct nc_sent_notify *sent)
 {
-	struct nc_waiter waiter = {0};
+	struct nc_waiter waiter = { 0 };
 	struct nc_call *calls;
 	int first = 0, rc;
 	uint64_t start;
@@ -964,7 +959,7 @@ int nc_xprt_batch_notify(struct nc_xprt *x, struct nc_rpc *rpcs, unsigned n,
 	task_cond_init(&waiter.cond);
 
 	task_mutex_lock_nofail(&x->lock);
-	start = now_ns();
+	start = region_now_ns();
 	for (unsigned i = 0; i < n; i++) {
 		struct nc_call *call = &calls[i];
 
@@ -1146,11 +1141,11 @@ static void fail_all_calls(struct nc_xprt *x, int rc)
 /* The record parser's state. */
 struct rx {
 	unsigned char staging[RX_STAGING];
-	size_t have, pos;  /* staging[pos, have) not consumed */
+	size_t have, pos; /* staging[pos, have) not consumed */
 	unsigned char mark[4];
 	unsigned mark_have;
-	size_t frag_left;  /* bytes of the current fragment still due */
-	bool last;	   /* the current fragment is the record's last */
+	size_t frag_left; /* bytes of the current fragment still due */
+	bool last; /* the current fragment is the record's last */
 	unsigned char *rec;
 	size_t rec_len, rec_cap;
 };
@@ -1197,7 +1192,8 @@ static int rx_parse(struct nc_xprt *x, struct rx *rx)
 			}
 			if (rx->rec_len + rx->frag_left > rx->rec_cap) {
 				size_t cap = rx->rec_len + rx->frag_left;
-				unsigned char *p = realloc(rx->rec, cap ? cap : 1);
+				unsigned char *p =
+					realloc(rx->rec, cap ? cap : 1);
 
 				if (!p)
 					return -ENOMEM;
@@ -1269,7 +1265,7 @@ static bool path_dead(struct nc_xprt *x, int fd)
 static bool rx_connection(struct nc_xprt *x, struct rx *rx, int fd,
 			  uint64_t gen, bool *by_client, bool *garbage)
 {
-	struct pollfd p[2] = {{fd, POLLIN, 0}, {x->rx_efd, POLLIN, 0}};
+	struct pollfd p[2] = { { fd, POLLIN, 0 }, { x->rx_efd, POLLIN, 0 } };
 
 	for (;;) {
 		ssize_t n;
@@ -1301,8 +1297,8 @@ static bool rx_connection(struct nc_xprt *x, struct rx *rx, int fd,
 		}
 		if (!p[0].revents)
 			continue;
-		n = recv(fd, rx->staging + rx->have, sizeof(rx->staging) - rx->have,
-			 MSG_DONTWAIT);
+		n = recv(fd, rx->staging + rx->have,
+			 sizeof(rx->staging) - rx->have, MSG_DONTWAIT);
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
 			continue;
 		if (n <= 0)
@@ -1318,7 +1314,7 @@ static bool rx_connection(struct nc_xprt *x, struct rx *rx, int fd,
 
 static void close_reset(int fd)
 {
-	struct linger lg = {1, 0};
+	struct linger lg = { 1, 0 };
 
 	setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
 	close(fd);
@@ -1405,13 +1401,14 @@ int nc_xprt_create(const struct nc_xprt_cfg *cfg, struct nc_xprt **out)
 	x->prog = cfg->prog;
 	x->vers = cfg->vers;
 	x->opts = *cfg->opts;
-	x->slots = cfg->slots ? cfg->slots :
-		   cfg->opts->slots ? cfg->opts->slots : 1;
+	x->slots = cfg->slots	    ? cfg->slots :
+		   cfg->opts->slots ? cfg->opts->slots :
+				      1;
 	x->stats = cfg->stats;
 	x->mode = wait_mode(cfg->opts->intr_mode);
 	x->fd = x->closing_fd = -1;
 	/* A random start, so that a restarted client does not reuse XIDs. */
-	x->next_xid = (uint32_t)now_ns() ^ (uint32_t)getpid() << 16;
+	x->next_xid = (uint32_t)region_now_ns() ^ (uint32_t)getpid() << 16;
 	task_mutex_init(&x->send_lock);
 	task_mutex_init(&x->lock);
 	task_cond_init(&x->conn_cond);

@@ -38,14 +38,14 @@ extern "C" {
 
 enum nc_timeo_mode {
 	NC_HARD = 0, /* retry forever, "not responding, still trying" */
-	NC_SOFT,     /* -EIO after retrans retransmissions */
-	NC_SOFTERR,  /* -ETIMEDOUT after retrans retransmissions */
+	NC_SOFT, /* -EIO after retrans retransmissions */
+	NC_SOFTERR, /* -ETIMEDOUT after retrans retransmissions */
 };
 
 enum nc_intr_mode {
 	NC_KILLABLE = 0, /* reply waits are killable (Linux >= 2.6.25) */
-	NC_INTR,	 /* reply waits are interruptible */
-	NC_NOINTR,	 /* reply waits are uninterruptible */
+	NC_INTR, /* reply waits are interruptible */
+	NC_NOINTR, /* reply waits are uninterruptible */
 };
 
 /*
@@ -54,20 +54,20 @@ enum nc_intr_mode {
  * intrfs-client each command; the transport's send region nests inside.
  * Macros, so that each use is its own call site in the region stack.
  */
-#define NC_MODE_REGION_BEGIN(mode, why)                                       \
-	do {                                                                  \
-		if ((mode) == NC_KILLABLE)                                    \
-			region_begin_killable(why);                           \
-		else if ((mode) == NC_NOINTR)                                 \
-			region_begin_uninterruptible(why);                    \
+#define NC_MODE_REGION_BEGIN(mode, why)                    \
+	do {                                               \
+		if ((mode) == NC_KILLABLE)                 \
+			region_begin_killable(why);        \
+		else if ((mode) == NC_NOINTR)              \
+			region_begin_uninterruptible(why); \
 	} while (0)
 
-#define NC_MODE_REGION_END(mode)                                              \
-	do {                                                                  \
-		if ((mode) == NC_KILLABLE)                                    \
-			region_end_killable();                                \
-		else if ((mode) == NC_NOINTR)                                 \
-			region_end_uninterruptible();                         \
+#define NC_MODE_REGION_END(mode)                      \
+	do {                                          \
+		if ((mode) == NC_KILLABLE)            \
+			region_end_killable();        \
+		else if ((mode) == NC_NOINTR)         \
+			region_end_uninterruptible(); \
 	} while (0)
 
 #define NC_MAX_IO (1u << 20)
@@ -75,17 +75,21 @@ enum nc_intr_mode {
 struct nc_opts {
 	enum nc_timeo_mode timeo_mode;
 	enum nc_intr_mode intr_mode;
-	unsigned timeo;	  /* deciseconds before the first retransmission */
+	unsigned timeo; /* deciseconds before the first retransmission */
 	unsigned retrans; /* retransmissions before a major timeout */
-	unsigned rsize;	  /* cap on READ size; 0: the server's preference */
-	unsigned wsize;	  /* cap on WRITE size; 0: the server's preference */
-	unsigned port;	  /* NFS port; 0: ask rpcbind */
+	unsigned rsize; /* cap on READ size; 0: the server's preference */
+	unsigned wsize; /* cap on WRITE size; 0: the server's preference */
+	unsigned port; /* NFS port; 0: ask rpcbind */
 	unsigned mountport; /* MOUNT port; 0: ask rpcbind */
-	unsigned retry;	    /* minutes a hard mount keeps trying to mount */
-	unsigned slots;	    /* calls in flight on the NFS connection */
+	unsigned retry; /* minutes a hard mount keeps trying to mount */
+	unsigned slots; /* calls in flight on the NFS connection */
+	enum region_policy policy; /* how the caller's regions are enforced */
 };
 
-/* Defaults: hard, killable, timeo=600, retrans=2, slots=64, retry=2. */
+/*
+ * Defaults: hard, killable, timeo=600, retrans=2, slots=64, retry=2,
+ * policy=region.
+ */
 void nc_opts_init(struct nc_opts *o);
 
 /*
@@ -135,7 +139,7 @@ enum {
 	NC_SET_UID = 1 << 1,
 	NC_SET_GID = 1 << 2,
 	NC_SET_SIZE = 1 << 3,
-	NC_SET_ATIME = 1 << 4,	   /* to atime */
+	NC_SET_ATIME = 1 << 4, /* to atime */
 	NC_SET_ATIME_NOW = 1 << 5, /* to the server's time */
 	NC_SET_MTIME = 1 << 6,
 	NC_SET_MTIME_NOW = 1 << 7,
@@ -173,16 +177,16 @@ struct nc_pathconf {
 
 /* The transport's counters, for the demo, the tests and introspection. */
 struct nc_stats {
-	uint64_t calls;		 /* calls completed (any result) */
-	uint64_t retransmits;	 /* resends after a timeout or a reset */
+	uint64_t calls; /* calls completed (any result) */
+	uint64_t retransmits; /* resends after a timeout or a reset */
 	uint64_t major_timeouts; /* timeo*retrans runs without a reply */
-	uint64_t resets;	 /* connections reset by the client */
+	uint64_t resets; /* connections reset by the client */
 	uint64_t partial_resets; /* of those, a record cut by an interrupt */
-	uint64_t reconnects;	 /* connections made after the first */
-	uint64_t same_port;	 /* reconnects from the previous source port */
-	uint64_t bad_replies;	 /* replies that did not decode */
-	uint64_t unknown_xids;	 /* replies nobody waited for (dropped) */
-	uint64_t interrupted;	 /* calls that ended with -EINTR */
+	uint64_t reconnects; /* connections made after the first */
+	uint64_t same_port; /* reconnects from the previous source port */
+	uint64_t bad_replies; /* replies that did not decode */
+	uint64_t unknown_xids; /* replies nobody waited for (dropped) */
+	uint64_t interrupted; /* calls that ended with -EINTR */
 };
 
 typedef struct nc_client nc_client_t;
@@ -207,8 +211,9 @@ void nc_client_destroy(nc_client_t *c);
  * rest of path, connects the NFS transport and reads FSINFO to choose
  * rsize/wsize.  *root is the handle of path.  Runs in the calling task.
  */
-int nc_client_mount(nc_client_t *c, const char *path, const struct nc_cred *cred,
-		    struct nc_fh *root, char *err, size_t errlen);
+int nc_client_mount(nc_client_t *c, const char *path,
+		    const struct nc_cred *cred, struct nc_fh *root, char *err,
+		    size_t errlen);
 
 /* After mount: the export used, the sizes chosen, the options. */
 const char *nc_client_export(const nc_client_t *c);
@@ -233,8 +238,8 @@ int nc_getattr(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
  */
 int nc_setattr(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
 	       const struct nc_sattr *sa, struct nc_attr *attr);
-int nc_lookup(nc_client_t *c, const struct nc_cred *cr,
-	      const struct nc_fh *dir, const char *name, struct nc_entry *out);
+int nc_lookup(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *dir,
+	      const char *name, struct nc_entry *out);
 /* ACCESS bits, as RFC 1813 numbers them (nfs3.c checks against nfs3.x). */
 enum {
 	NC_ACCESS_READ = 0x01,
@@ -261,10 +266,10 @@ int nc_read(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
 enum nc_stable { NC_UNSTABLE = 0, NC_DATA_SYNC = 1, NC_FILE_SYNC = 2 };
 
 struct nc_write_res {
-	uint32_t count;		 /* bytes the server took */
+	uint32_t count; /* bytes the server took */
 	enum nc_stable committed; /* how stable it made them */
-	unsigned char verf[8];	 /* its write verifier */
-	bool verf_changed;	 /* nc_pwrite: it changed between calls */
+	unsigned char verf[8]; /* its write verifier */
+	bool verf_changed; /* nc_pwrite: it changed between calls */
 };
 
 /* One WRITE (count <= wsize). */
@@ -311,13 +316,15 @@ int nc_pwrite_notify(nc_client_t *c, const struct nc_cred *cr,
 int nc_commit(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
 	      uint64_t off, uint32_t count, unsigned char verf[8]);
 
-enum nc_createmode { NC_CREATE_UNCHECKED, NC_CREATE_GUARDED,
-		     NC_CREATE_EXCLUSIVE };
+enum nc_createmode {
+	NC_CREATE_UNCHECKED,
+	NC_CREATE_GUARDED,
+	NC_CREATE_EXCLUSIVE
+};
 
-int nc_create(nc_client_t *c, const struct nc_cred *cr,
-	      const struct nc_fh *dir, const char *name,
-	      enum nc_createmode how, const struct nc_sattr *sa,
-	      struct nc_entry *out);
+int nc_create(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *dir,
+	      const char *name, enum nc_createmode how,
+	      const struct nc_sattr *sa, struct nc_entry *out);
 int nc_mkdir(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *dir,
 	     const char *name, const struct nc_sattr *sa, struct nc_entry *out);
 int nc_symlink(nc_client_t *c, const struct nc_cred *cr,
@@ -327,8 +334,8 @@ int nc_symlink(nc_client_t *c, const struct nc_cred *cr,
 int nc_mknod(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *dir,
 	     const char *name, mode_t type, uint32_t major, uint32_t minor,
 	     const struct nc_sattr *sa, struct nc_entry *out);
-int nc_remove(nc_client_t *c, const struct nc_cred *cr,
-	      const struct nc_fh *dir, const char *name);
+int nc_remove(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *dir,
+	      const char *name);
 int nc_rmdir(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *dir,
 	     const char *name);
 int nc_rename(nc_client_t *c, const struct nc_cred *cr,

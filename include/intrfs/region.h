@@ -129,8 +129,7 @@ extern _Atomic uint64_t region__clock_ms;
 
 void region__begin_slow(const struct region_site *site);
 void region__end_slow(enum region_kind kind, const char *file, int line);
-void region__overflow(const struct region_site *site)
-	__attribute__((noreturn));
+void region__overflow(const struct region_site *site) __attribute__((noreturn));
 void region__unbalanced(struct region_state *rs, enum region_kind kind,
 			const char *file, int line) __attribute__((noreturn));
 
@@ -165,19 +164,19 @@ static inline unsigned region__push(struct region_state *rs,
 	if (__builtin_expect(d >= REGION_MAX_DEPTH, 0))
 		region__overflow(site);
 	atomic_store_explicit(&rs->stack[d].site, site, memory_order_relaxed);
-	atomic_store_explicit(
-		&rs->stack[d].stamp_ms,
-		atomic_load_explicit(&region__clock_ms, memory_order_relaxed),
-		memory_order_relaxed);
+	atomic_store_explicit(&rs->stack[d].stamp_ms,
+			      atomic_load_explicit(&region__clock_ms,
+						   memory_order_relaxed),
+			      memory_order_relaxed);
 	/*
 	 * Release: an introspecting reader that sees the new count also sees
 	 * the frame it covers.
 	 */
-	atomic_store_explicit(
-		&rs->count,
-		(c + REGION__DEPTH_ONE) |
-			((uint64_t)(site->kind == REGION_KILLABLE) << d),
-		memory_order_release);
+	atomic_store_explicit(&rs->count,
+			      (c + REGION__DEPTH_ONE) |
+				      ((uint64_t)(site->kind == REGION_KILLABLE)
+				       << d),
+			      memory_order_release);
 	return d;
 }
 
@@ -219,11 +218,12 @@ static inline void region__end(enum region_kind kind, const char *file,
 		region__pop(rs, kind, file, line);
 }
 
-#define REGION__BEGIN(k, why)                                                 \
-	do {                                                                  \
-		static const struct region_site region__site_ = {             \
-			(k), (why), __FILE__, __LINE__, __func__};            \
-		region__begin(&region__site_);                                \
+#define REGION__BEGIN(k, why)                                     \
+	do {                                                      \
+		static const struct region_site region__site_ = { \
+			(k), (why), __FILE__, __LINE__, __func__  \
+		};                                                \
+		region__begin(&region__site_);                    \
 	} while (0)
 
 /*
@@ -232,9 +232,9 @@ static inline void region__end(enum region_kind kind, const char *file,
  * Ends must match begins innermost first; a mismatch aborts with a message
  * naming the innermost begin's call site.
  */
-#define region_begin_uninterruptible(why)                                     \
+#define region_begin_uninterruptible(why) \
 	REGION__BEGIN(REGION_UNINTERRUPTIBLE, (why))
-#define region_end_uninterruptible()                                          \
+#define region_end_uninterruptible() \
 	region__end(REGION_UNINTERRUPTIBLE, __FILE__, __LINE__)
 #define region_begin_killable(why) REGION__BEGIN(REGION_KILLABLE, (why))
 #define region_end_killable() region__end(REGION_KILLABLE, __FILE__, __LINE__)
@@ -320,7 +320,10 @@ typedef struct task_mutex {
 	struct region__waiter *head, *tail; /* protected by wq_lock */
 } task_mutex_t;
 
-#define TASK_MUTEX_INITIALIZER {0, PTHREAD_MUTEX_INITIALIZER, NULL, NULL}
+#define TASK_MUTEX_INITIALIZER                           \
+	{                                                \
+		0, PTHREAD_MUTEX_INITIALIZER, NULL, NULL \
+	}
 
 void task_mutex_init(task_mutex_t *m);
 void task_mutex_destroy(task_mutex_t *m);
@@ -336,7 +339,10 @@ typedef struct task_cond {
 	struct region__waiter *head, *tail; /* protected by wq_lock */
 } task_cond_t;
 
-#define TASK_COND_INITIALIZER {PTHREAD_MUTEX_INITIALIZER, NULL, NULL}
+#define TASK_COND_INITIALIZER                         \
+	{                                             \
+		PTHREAD_MUTEX_INITIALIZER, NULL, NULL \
+	}
 
 void task_cond_init(task_cond_t *c);
 void task_cond_destroy(task_cond_t *c);
@@ -357,17 +363,17 @@ struct task_info {
 	uint64_t id;
 	char name[48];
 	enum region_policy policy;
-	bool running;		 /* current on some thread */
-	bool waiting;		 /* inside a wait */
-	const char *wait_what;	 /* "poll", "sleep", "mutex", "cond" */
+	bool running; /* current on some thread */
+	bool waiting; /* inside a wait */
+	const char *wait_what; /* "poll", "sleep", "mutex", "cond" */
 	enum task_mode wait_mode; /* per-call mode of the current wait */
-	enum task_mode wait_eff;  /* what regions and policy made of it */
-	uint64_t wait_ns;	  /* how long the current wait has lasted */
-	unsigned pending;	  /* enum task_intr bits */
-	unsigned deferred;	  /* pending bits a wait had to defer */
-	unsigned delivered;	  /* of those, the ones delivered since */
-	uint64_t raised_age_ns;	  /* since the first pending interrupt */
-	uint64_t deferral_ns;	  /* longest a deferred one was held back */
+	enum task_mode wait_eff; /* what regions and policy made of it */
+	uint64_t wait_ns; /* how long the current wait has lasted */
+	unsigned pending; /* enum task_intr bits */
+	unsigned deferred; /* pending bits a wait had to defer */
+	unsigned delivered; /* of those, the ones delivered since */
+	uint64_t raised_age_ns; /* since the first pending interrupt */
+	uint64_t deferral_ns; /* longest a deferred one was held back */
 	unsigned depth;
 	struct {
 		const struct region_site *site;
@@ -381,14 +387,14 @@ int task_foreach(int (*fn)(const struct task_info *ti, void *arg), void *arg);
 void task_snapshot(task_t *t, struct task_info *ti);
 
 struct region_stats {
-	uint64_t raised;	/* task_interrupt() calls */
-	uint64_t delivered;	/* interrupts that made a wait return -EINTR */
-	uint64_t deferred;	/* interrupts a wait had to hold back */
+	uint64_t raised; /* task_interrupt() calls */
+	uint64_t delivered; /* interrupts that made a wait return -EINTR */
+	uint64_t deferred; /* interrupts a wait had to hold back */
 	uint64_t deferred_delivered; /* of those, delivered later */
-	uint64_t deferral_ns_total;  /* raised → delivered, deferred ones */
+	uint64_t deferral_ns_total; /* raised → delivered, deferred ones */
 	uint64_t deferral_ns_max;
 	uint64_t unbalanced_leave; /* tasks that left inside a region */
-	uint64_t hung_reports;	   /* watchdog reports */
+	uint64_t hung_reports; /* watchdog reports */
 };
 
 void region_stats_get(struct region_stats *st);
@@ -397,8 +403,7 @@ void region_stats_get(struct region_stats *st);
  * Reports (a task left inside a region, the watchdog) go to stderr unless a
  * hook is set; the hook gets one complete message, possibly multi-line.
  */
-void region_set_report_hook(void (*fn)(const char *msg, void *arg),
-			    void *arg);
+void region_set_report_hook(void (*fn)(const char *msg, void *arg), void *arg);
 
 /*
  * Events, for tracing: region begin/end, interrupt raised, deferred,
@@ -419,13 +424,12 @@ struct region_event {
 	enum region_event_type type;
 	uint64_t task_id; /* 0: a thread without a task */
 	const struct region_site *site; /* begin/end */
-	unsigned depth;			/* after begin, before end */
-	enum task_intr intr;		/* interrupt events */
-	uint64_t deferral_ns;		/* delivered */
+	unsigned depth; /* after begin, before end */
+	enum task_intr intr; /* interrupt events */
+	uint64_t deferral_ns; /* delivered */
 };
 
-void region_set_event_hook(void (*fn)(const struct region_event *ev,
-				      void *arg),
+void region_set_event_hook(void (*fn)(const struct region_event *ev, void *arg),
 			   void *arg);
 
 /*
@@ -439,6 +443,13 @@ void region_watchdog_stop(void);
 
 /* Coarse milliseconds since the watchdog started; 0 if it never ran. */
 uint64_t region_clock_ms(void);
+
+/*
+ * CLOCK_MONOTONIC in nanoseconds: the one clock intrfs measures time with
+ * (deadlines, timeouts, ages, latencies), from the region library down to
+ * the tests.
+ */
+uint64_t region_now_ns(void);
 
 const char *task_mode_name(enum task_mode mode);
 const char *region_policy_name(enum region_policy policy);

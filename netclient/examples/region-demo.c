@@ -33,20 +33,20 @@ struct scenario {
 };
 
 static const struct scenario scenarios[] = {
-	{"hard NFS mount, Ctrl-C in an interruptible sendmsg()", "U",
-	 TASK_INTERRUPTIBLE, TASK_INTR_NORMAL, false},
-	{"hard NFS mount, kill -9 in an interruptible sendmsg()", "U",
-	 TASK_INTERRUPTIBLE, TASK_INTR_FATAL, false},
-	{"killable NFS op, Ctrl-C in mutex_lock_interruptible()", "K",
-	 TASK_INTERRUPTIBLE, TASK_INTR_NORMAL, true},
-	{"killable NFS op, kill -9 in mutex_lock_interruptible()", "K",
-	 TASK_INTERRUPTIBLE, TASK_INTR_FATAL, true},
-	{"overlayfs (killable) over hard NFS, kill -9 in sendmsg()", "KU",
-	 TASK_INTERRUPTIBLE, TASK_INTR_FATAL, false},
-	{"hard NFS inside killable inside hard, kill -9 in a killable wait",
-	 "UKU", TASK_KILLABLE, TASK_INTR_FATAL, false},
-	{"no region, Ctrl-C in a killable wait", "", TASK_KILLABLE,
-	 TASK_INTR_NORMAL, false},
+	{ "hard NFS mount, Ctrl-C in an interruptible sendmsg()", "U",
+	  TASK_INTERRUPTIBLE, TASK_INTR_NORMAL, false },
+	{ "hard NFS mount, kill -9 in an interruptible sendmsg()", "U",
+	  TASK_INTERRUPTIBLE, TASK_INTR_FATAL, false },
+	{ "killable NFS op, Ctrl-C in mutex_lock_interruptible()", "K",
+	  TASK_INTERRUPTIBLE, TASK_INTR_NORMAL, true },
+	{ "killable NFS op, kill -9 in mutex_lock_interruptible()", "K",
+	  TASK_INTERRUPTIBLE, TASK_INTR_FATAL, true },
+	{ "overlayfs (killable) over hard NFS, kill -9 in sendmsg()", "KU",
+	  TASK_INTERRUPTIBLE, TASK_INTR_FATAL, false },
+	{ "hard NFS inside killable inside hard, kill -9 in a killable wait",
+	  "UKU", TASK_KILLABLE, TASK_INTR_FATAL, false },
+	{ "no region, Ctrl-C in a killable wait", "", TASK_KILLABLE,
+	  TASK_INTR_NORMAL, false },
 };
 
 struct run {
@@ -58,14 +58,6 @@ struct run {
 	int rc_wait, rc_after;
 	uint64_t wait_ns, deferral_ns;
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static void *worker(void *arg)
 {
@@ -82,7 +74,7 @@ static void *worker(void *arg)
 			region_begin_killable("demo: killable caller");
 	}
 	sem_post(&r->entered);
-	t0 = now_ns();
+	t0 = region_now_ns();
 	if (r->sc->lock) {
 		r->rc_wait = task_mutex_lock(&r->lock, r->sc->mode, 1000000000);
 		if (r->rc_wait == 0)
@@ -93,7 +85,7 @@ static void *worker(void *arg)
 		if (r->rc_wait == 0 && read(r->pipefd[0], &byte, 1) != 1)
 			r->rc_wait = -EIO;
 	}
-	r->wait_ns = now_ns() - t0;
+	r->wait_ns = region_now_ns() - t0;
 	for (size_t i = strlen(s); i-- > 0;) {
 		if (s[i] == 'U')
 			region_end_uninterruptible();
@@ -111,7 +103,8 @@ static void describe(const struct run *r, char *buf, size_t len)
 		snprintf(buf, len, "EINTR after %.2f ms",
 			 (double)r->wait_ns / 1e6);
 	else if (r->rc_wait == 0 && r->rc_after == -EINTR)
-		snprintf(buf, len, "completed; EINTR at the next "
+		snprintf(buf, len,
+			 "completed; EINTR at the next "
 			 "interruptible point, %.0f ms late",
 			 (double)r->deferral_ns / 1e6);
 	else if (r->rc_wait == 0)
@@ -123,9 +116,9 @@ static void describe(const struct run *r, char *buf, size_t len)
 static void run_one(const struct scenario *sc, enum region_policy policy,
 		    char *out, size_t len)
 {
-	struct task_attr attr = {"demo", policy, NULL};
+	struct task_attr attr = { "demo", policy, NULL };
 	struct region_stats before, after;
-	struct run r = {.sc = sc, .pipefd = {-1, -1}};
+	struct run r = { .sc = sc, .pipefd = { -1, -1 } };
 	pthread_t th;
 
 	task_mutex_init(&r.lock);
@@ -158,9 +151,9 @@ static void run_one(const struct scenario *sc, enum region_policy policy,
 
 int main(void)
 {
-	static const enum region_policy policies[] = {
-		REGION_POLICY_PERCALL, REGION_POLICY_REGION,
-		REGION_POLICY_SIGMASK};
+	static const enum region_policy policies[] = { REGION_POLICY_PERCALL,
+						       REGION_POLICY_REGION,
+						       REGION_POLICY_SIGMASK };
 
 	printf("Each row: a region stack (outermost first; U uninterruptible, "
 	       "K killable)\naround one wait of the given per-call mode; the "
@@ -168,8 +161,8 @@ int main(void)
 	for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++) {
 		const struct scenario *sc = &scenarios[i];
 
-		printf("%s\n  regions \"%s\", %s %s, %s interrupt\n",
-		       sc->title, sc->stack, task_mode_name(sc->mode),
+		printf("%s\n  regions \"%s\", %s %s, %s interrupt\n", sc->title,
+		       sc->stack, task_mode_name(sc->mode),
 		       sc->lock ? "mutex lock" : "fd wait",
 		       sc->intr == TASK_INTR_FATAL ? "fatal" : "normal");
 		for (unsigned p = 0; p < 3; p++) {

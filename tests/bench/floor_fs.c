@@ -87,7 +87,7 @@ static const struct fuse_lowlevel_ops ops = {
 
 int main(int argc, char **argv)
 {
-	char *fargv[] = {argv[0], NULL};
+	char *fargv[] = { argv[0], NULL };
 	struct fuse_args args = FUSE_ARGS_INIT(1, fargv);
 	struct fuse_loop_config *lc;
 	struct fuse_session *se;

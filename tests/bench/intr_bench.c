@@ -17,6 +17,8 @@
  */
 #include "proc.h"
 
+#include <intrfs/region.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -28,14 +30,6 @@
 #include <time.h>
 #include <unistd.h>
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* The server to stop for the measurement, and to resume on the way out. */
 static pid_t stall_pid;
 
@@ -46,10 +40,10 @@ static void on_sigint(int sig)
 
 static void wait_in_fuse(pid_t pid)
 {
-	uint64_t end = now_ns() + 10000000000ull;
+	uint64_t end = region_now_ns() + 10000000000ull;
 
 	while (!proc_in_fuse(pid)) {
-		if (now_ns() > end) {
+		if (region_now_ns() > end) {
 			fprintf(stderr, "intr_bench: the read never blocked "
 					"in FUSE (is the server stalled?)\n");
 			kill(pid, SIGKILL);
@@ -66,7 +60,7 @@ static void wait_in_fuse(pid_t pid)
 /* The child: announce each read on out, report how it ended on out. */
 static void reader(int fd, int n, int out, int in)
 {
-	struct sigaction sa = {0};
+	struct sigaction sa = { 0 };
 	void *buf;
 
 	sa.sa_handler = on_sigint;
@@ -154,7 +148,7 @@ int main(int argc, char **argv)
 			if (write(down[1], "g", 1) != 1)
 				return 1;
 			wait_in_fuse(pid);
-			t0 = now_ns();
+			t0 = region_now_ns();
 			kill(pid, SIGINT);
 			if (read(up[0], &c, 1) != 1 || c != 'i') {
 				fprintf(stderr, "intr_bench: the read did not "
@@ -164,7 +158,7 @@ int main(int argc, char **argv)
 					kill(stall_pid, SIGCONT);
 				return 1;
 			}
-			lat[i] = now_ns() - t0;
+			lat[i] = region_now_ns() - t0;
 		}
 		waitpid(pid, NULL, 0);
 		print(prefix, lat, n, 1e3, "us");
@@ -182,10 +176,10 @@ int main(int argc, char **argv)
 			if (write(down[1], "g", 1) != 1)
 				return 1;
 			wait_in_fuse(pid);
-			t0 = now_ns();
+			t0 = region_now_ns();
 			kill(pid, SIGKILL);
 			waitpid(pid, NULL, 0);
-			lat[i] = now_ns() - t0;
+			lat[i] = region_now_ns() - t0;
 			close(up[0]);
 			close(up[1]);
 			close(down[0]);

@@ -7,15 +7,9 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <time.h>
+
+#include <intrfs/region.h>
 #include <unistd.h>
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 int main(int argc, char **argv)
 {
@@ -29,7 +23,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	n = atoi(argv[2]);
-	t0 = now();
+	t0 = (region_now_ns() / 1e9);
 	for (int i = 0; i < n; i++) {
 		int fd;
 
@@ -54,6 +48,6 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
-	printf("%.3f\n", now() - t0);
+	printf("%.3f\n", (region_now_ns() / 1e9) - t0);
 	return 0;
 }

@@ -12,18 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/eventfd.h>
-#include <time.h>
 #include <unistd.h>
 
 #define ROUNDS 9
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /*
  * The barrier keeps the compiler from merging iterations: each pair reloads
@@ -31,19 +22,19 @@ static uint64_t now_ns(void)
  */
 static double pairs(long n)
 {
-	uint64_t t0 = now_ns();
+	uint64_t t0 = region_now_ns();
 
 	for (long i = 0; i < n; i++) {
 		region_begin_uninterruptible("bench");
 		region_end_uninterruptible();
 		__asm__ volatile("" ::: "memory");
 	}
-	return (double)(now_ns() - t0) / (double)n;
+	return (double)(region_now_ns() - t0) / (double)n;
 }
 
 static double waits(int fd, long n)
 {
-	uint64_t t0 = now_ns();
+	uint64_t t0 = region_now_ns();
 
 	for (long i = 0; i < n; i++) {
 		int rc = task_wait_fd(fd, POLLIN, TASK_INTERRUPTIBLE,
@@ -52,20 +43,20 @@ static double waits(int fd, long n)
 		if (rc != 0)
 			abort();
 	}
-	return (double)(now_ns() - t0) / (double)n;
+	return (double)(region_now_ns() - t0) / (double)n;
 }
 
 static double polls(int fd, long n)
 {
-	uint64_t t0 = now_ns();
+	uint64_t t0 = region_now_ns();
 
 	for (long i = 0; i < n; i++) {
-		struct pollfd p = {fd, POLLIN, 0};
+		struct pollfd p = { fd, POLLIN, 0 };
 
 		if (poll(&p, 1, 0) != 1)
 			abort();
 	}
-	return (double)(now_ns() - t0) / (double)n;
+	return (double)(region_now_ns() - t0) / (double)n;
 }
 
 static int cmp(const void *a, const void *b)
@@ -83,10 +74,10 @@ static double best(double *v)
 
 int main(int argc, char **argv)
 {
-	struct task_attr region_attr = {"bench-region", REGION_POLICY_REGION,
-					NULL};
-	struct task_attr sigmask_attr = {"bench-sigmask", REGION_POLICY_SIGMASK,
-					 NULL};
+	struct task_attr region_attr = { "bench-region", REGION_POLICY_REGION,
+					 NULL };
+	struct task_attr sigmask_attr = { "bench-sigmask",
+					  REGION_POLICY_SIGMASK, NULL };
 	double region[ROUNDS], sigmask[ROUNDS], wait[ROUNDS], raw[ROUNDS];
 	double scale = argc > 1 ? atof(argv[1]) : 1.0;
 	long n_pair = (long)(20000000 * scale), n_sys = (long)(200000 * scale);

@@ -48,7 +48,7 @@ struct ctx {
 	task_t *task;
 	struct nc_cred root, user;
 	struct nc_fh dir; /* a fresh directory of the export */
-	char local[512];  /* the same, seen locally */
+	char local[512]; /* the same, seen locally */
 };
 
 static unsigned seq;
@@ -56,7 +56,7 @@ static unsigned seq;
 /* A client mounted on a fresh directory of the export, in a task. */
 static void ctx_open(struct ctx *x, const char *extra)
 {
-	struct task_attr attr = {"client-test", REGION_POLICY_REGION, NULL};
+	struct task_attr attr = { "client-test", REGION_POLICY_REGION, NULL };
 	char opts[256], err[512], sub[64], path[600];
 	struct nc_opts o;
 
@@ -73,8 +73,7 @@ static void ctx_open(struct ctx *x, const char *extra)
 		 x->env.nfs_port, x->env.mount_port, extra[0] ? "," : "",
 		 extra);
 	ASSERT_EQ(nc_opts_parse(&o, opts, NULL, NULL, err, sizeof(err)), 0);
-	ASSERT_EQ(nc_client_create(x->env.server, &o, &x->c, err,
-				   sizeof(err)),
+	ASSERT_EQ(nc_client_create(x->env.server, &o, &x->c, err, sizeof(err)),
 		  0);
 	nc_cred_self(&x->root);
 	x->user.uid = x->user.gid = 1000;
@@ -104,7 +103,7 @@ static const char *lp(const struct ctx *x, const char *rel)
 
 static struct nc_sattr mode(mode_t m)
 {
-	struct nc_sattr sa = {0};
+	struct nc_sattr sa = { 0 };
 
 	sa.set = NC_SET_MODE;
 	sa.mode = m;
@@ -149,7 +148,7 @@ TEST_IMPL(client_every_procedure)
 	struct nc_fsstat fss;
 	struct nc_fsinfo fsi;
 	struct nc_pathconf pc;
-	unsigned char verf[8], cverf[8] = {0};
+	unsigned char verf[8], cverf[8] = { 0 };
 	char buf[256], seen[1024] = "";
 	uint32_t got, granted;
 	struct nc_attr a;
@@ -275,8 +274,8 @@ TEST_IMPL(client_data_sizes)
 	ctx_open(&x, "");
 	rs = nc_client_rsize(x.c);
 	ws = nc_client_wsize(x.c);
-	const size_t sizes[] = {0,	1,	ws - 1, ws,	 ws + 1, rs - 1,
-				rs,	rs + 1, 3 * ws + 17, 8u << 20};
+	const size_t sizes[] = { 0,	 1,  ws - 1, ws,	  ws + 1,
+				 rs - 1, rs, rs + 1, 3 * ws + 17, 8u << 20 };
 
 	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
 		size_t n = sizes[i], got = 0;
@@ -361,8 +360,8 @@ TEST_IMPL(client_errors)
 	ASSERT_EQ(nc_read(x.c, &x.user, &f.fh, 0, sizeof(buf), buf, &got, &eof,
 			  NULL),
 		  -EACCES);
-	ASSERT_EQ(nc_create(x.c, &x.user, &d.fh, "nope", NC_CREATE_GUARDED,
-			    &sa, &e),
+	ASSERT_EQ(nc_create(x.c, &x.user, &d.fh, "nope", NC_CREATE_GUARDED, &sa,
+			    &e),
 		  -EACCES);
 	ASSERT_EQ(nc_remove(x.c, &x.user, &d.fh, "inside"), -EACCES);
 	ASSERT_EQ(access(lp(&x, "d/inside"), F_OK), 0);
@@ -392,7 +391,7 @@ TEST_IMPL(client_caller_owns_what_it_creates)
 
 TEST_IMPL(client_mount_errors)
 {
-	struct task_attr attr = {"mount-errors", REGION_POLICY_REGION, NULL};
+	struct task_attr attr = { "mount-errors", REGION_POLICY_REGION, NULL };
 	char opts[128], err[512];
 	struct nc_cred cred;
 	struct nc_opts o;
@@ -421,7 +420,8 @@ TEST_IMPL(client_mount_errors)
 
 	/* Nothing listening, soft: a clear error at once. */
 	nc_opts_init(&o);
-	ASSERT_EQ(nc_opts_parse(&o, "soft,timeo=10,retrans=1,port=1,mountport=1",
+	ASSERT_EQ(nc_opts_parse(&o,
+				"soft,timeo=10,retrans=1,port=1,mountport=1",
 				NULL, NULL, err, sizeof(err)),
 		  0);
 	ASSERT_EQ(nc_client_create(e.server, &o, &c, err, sizeof(err)), 0);
@@ -461,8 +461,7 @@ static void *resume_later(void *arg)
 	return NULL;
 }
 
-static int stalled_getattr(const char *opts, unsigned resume_ms,
-			   uint64_t *took)
+static int stalled_getattr(const char *opts, unsigned resume_ms, uint64_t *took)
 {
 	struct resumer rs;
 	struct ctx x;
@@ -477,9 +476,9 @@ static int stalled_getattr(const char *opts, unsigned resume_ms,
 	test_stop_process(x.env.ganesha);
 	if (resume_ms)
 		ASSERT_EQ(pthread_create(&th, NULL, resume_later, &rs), 0);
-	t0 = test_now_ns();
+	t0 = region_now_ns();
 	rc = nc_getattr(x.c, &x.root, &x.dir, &a);
-	*took = test_now_ns() - t0;
+	*took = region_now_ns() - t0;
 	if (resume_ms)
 		pthread_join(th, NULL);
 	kill(x.env.ganesha, SIGCONT);

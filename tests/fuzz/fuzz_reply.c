@@ -53,7 +53,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memset(res, 0, sizeof(res));
 	task_mutex_lock_nofail(&x->lock);
 	for (unsigned i = 0; i < CALLS; i++) {
-		rpcs[i] = (struct nc_rpc){0};
+		rpcs[i] = (struct nc_rpc){ 0 };
 		rpcs[i].xres = results[i];
 		rpcs[i].resp = &res[i];
 		calls[i].rpc = &rpcs[i];

@@ -149,7 +149,8 @@ void spare_stop(struct srv *s)
 {
 	char cmd[1024];
 
-	snprintf(cmd, sizeof(cmd), "%s/stop-server --run-dir %s >/dev/null 2>&1",
+	snprintf(cmd, sizeof(cmd),
+		 "%s/stop-server --run-dir %s >/dev/null 2>&1",
 		 env_or_fail("INTRFS_TEST_SCRIPTS"),
 		 env_or_fail("INTRFS_TEST_SPARE_DIR"));
 	kill(s->ganesha, SIGCONT);
@@ -217,8 +218,7 @@ unsigned children_of(pid_t parent, pid_t *out, unsigned max)
 			continue;
 		p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
 		fclose(f);
-		if (p && sscanf(p + 1, " %*c %d", &ppid) == 1 &&
-		    ppid == parent)
+		if (p && sscanf(p + 1, " %*c %d", &ppid) == 1 && ppid == parent)
 			out[n++] = (pid_t)atoi(de->d_name);
 	}
 	closedir(d);
@@ -227,7 +227,7 @@ unsigned children_of(pid_t parent, pid_t *out, unsigned max)
 
 bool proc_gone_within(pid_t pid, unsigned timeout_ms)
 {
-	uint64_t end = test_now_ns() + (uint64_t)timeout_ms * 1000000u;
+	uint64_t end = region_now_ns() + (uint64_t)timeout_ms * 1000000u;
 
 	for (;;) {
 		char path[64], buf[512], *p, state = 'R';
@@ -243,7 +243,7 @@ bool proc_gone_within(pid_t pid, unsigned timeout_ms)
 		fclose(f);
 		if (p && sscanf(p + 1, " %c", &state) == 1 && state == 'Z')
 			return true;
-		if (test_now_ns() > end)
+		if (region_now_ns() > end)
 			return false;
 		usleep(1000);
 	}
@@ -341,14 +341,14 @@ void mnt_read_log(const struct mnt *m, char *buf, size_t len)
 
 void mnt_wait_log(const struct mnt *m, const char *what, unsigned ms)
 {
-	uint64_t end = test_now_ns() + (uint64_t)ms * 1000000u;
+	uint64_t end = region_now_ns() + (uint64_t)ms * 1000000u;
 	char log[16384];
 
 	for (;;) {
 		mnt_read_log(m, log, sizeof(log));
 		if (strstr(log, what))
 			return;
-		if (test_now_ns() > end)
+		if (region_now_ns() > end)
 			TEST__FAIL("the daemon did not log \"%s\" within %u ms:"
 				   "\n%s",
 				   what, ms, log);
@@ -358,7 +358,7 @@ void mnt_wait_log(const struct mnt *m, const char *what, unsigned ms)
 
 void mnt_start(struct mnt *m, const struct srv *s, const char *opts)
 {
-	uint64_t end = test_now_ns() + MOUNT_DEADLINE_MS * 1000000ull;
+	uint64_t end = region_now_ns() + MOUNT_DEADLINE_MS * 1000000ull;
 	char log[8192];
 	int status;
 
@@ -373,7 +373,7 @@ void mnt_start(struct mnt *m, const struct srv *s, const char *opts)
 				   "mounting -o %s:\n%s",
 				   status, m->opts, log);
 		}
-		if (test_now_ns() > end) {
+		if (region_now_ns() > end) {
 			mnt_read_log(m, log, sizeof(log));
 			TEST__FAIL("intrfs did not mount within %d ms:\n%s",
 				   MOUNT_DEADLINE_MS, log);
@@ -391,7 +391,7 @@ void mnt_spawn(struct mnt *m, const struct srv *s, const char *opts)
 int mnt_start_fails(struct mnt *m, const struct srv *s, const char *opts,
 		    char *buf, size_t len)
 {
-	uint64_t end = test_now_ns() + MOUNT_DEADLINE_MS * 1000000ull;
+	uint64_t end = region_now_ns() + MOUNT_DEADLINE_MS * 1000000ull;
 	int status;
 
 	memset(m, 0, sizeof(*m));
@@ -401,7 +401,7 @@ int mnt_start_fails(struct mnt *m, const struct srv *s, const char *opts,
 			break;
 		if (is_mounted(m->dir))
 			TEST__FAIL("intrfs mounted with -o %s", m->opts);
-		ASSERT_LT(test_now_ns(), end);
+		ASSERT_LT(region_now_ns(), end);
 		usleep(2000);
 	}
 	mnt_read_log(m, buf, len);
@@ -411,7 +411,7 @@ int mnt_start_fails(struct mnt *m, const struct srv *s, const char *opts,
 
 void mnt_stop(struct mnt *m)
 {
-	uint64_t end = test_now_ns() + UMOUNT_DEADLINE_MS * 1000000ull;
+	uint64_t end = region_now_ns() + UMOUNT_DEADLINE_MS * 1000000ull;
 	int status;
 
 	if (live_srv)
@@ -419,7 +419,7 @@ void mnt_stop(struct mnt *m)
 	if (umount2(m->dir, 0) < 0 && errno != EINVAL)
 		umount2(m->dir, MNT_DETACH);
 	while (m->pid > 0 && waitpid(m->pid, &status, WNOHANG) != m->pid) {
-		if (test_now_ns() > end) {
+		if (region_now_ns() > end) {
 			kill(m->pid, SIGKILL);
 			waitpid(m->pid, &status, 0);
 			umount2(m->dir, MNT_DETACH);
@@ -467,8 +467,8 @@ static void count_sig(int sig)
 static void probe_child(enum probe_op op, const char *path, size_t len,
 			bool direct, int out, int ready, int go)
 {
-	struct probe_result r = {0};
-	struct sigaction sa = {0};
+	struct probe_result r = { 0 };
+	struct sigaction sa = { 0 };
 	uint64_t t0;
 	struct stat st;
 	char *buf = NULL;
@@ -493,7 +493,7 @@ static void probe_child(enum probe_op op, const char *path, size_t len,
 	if (write(ready, "r", 1) != 1 || read(go, buf, 1) != 1)
 		_exit(3);
 	memset(buf, 'w', len);
-	t0 = test_now_ns();
+	t0 = region_now_ns();
 	if (op == PROBE_READ) {
 		r.ret = read(fd, buf, len);
 	} else if (op == PROBE_WRITE) {
@@ -505,7 +505,7 @@ static void probe_child(enum probe_op op, const char *path, size_t len,
 		r.ret = stat(path, &st);
 	}
 	r.err = r.ret < 0 ? errno : 0;
-	r.ns = test_now_ns() - t0;
+	r.ns = region_now_ns() - t0;
 	if (op == PROBE_READ && r.ret > 0)
 		memcpy(r.data, buf, r.ret < 64 ? (size_t)r.ret : 64);
 out:
@@ -555,8 +555,8 @@ void probe_go(struct probe *p)
 		return;
 }
 
-void probe_run(struct probe *p, enum probe_op op, const char *path,
-	       size_t len, bool direct, uid_t uid)
+void probe_run(struct probe *p, enum probe_op op, const char *path, size_t len,
+	       bool direct, uid_t uid)
 {
 	probe_start(p, op, path, len, direct, uid);
 	probe_wait_ready(p);
@@ -565,17 +565,17 @@ void probe_run(struct probe *p, enum probe_op op, const char *path,
 
 void probe_wait_blocked(const struct probe *p)
 {
-	uint64_t end = test_now_ns() + 10000000000ull;
+	uint64_t end = region_now_ns() + 10000000000ull;
 
 	while (!probe_blocked(p)) {
-		ASSERT_LT(test_now_ns(), end);
+		ASSERT_LT(region_now_ns(), end);
 		usleep(500);
 	}
 }
 
 void probe_wait_ready(struct probe *p)
 {
-	struct pollfd pf = {p->ready_fd, POLLIN, 0};
+	struct pollfd pf = { p->ready_fd, POLLIN, 0 };
 	char c;
 
 	ASSERT_EQ(poll(&pf, 1, 10000), 1);
@@ -590,7 +590,7 @@ bool probe_blocked(const struct probe *p)
 bool probe_wait(struct probe *p, unsigned timeout_ms, struct probe_result *r,
 		int *status)
 {
-	uint64_t end = test_now_ns() + (uint64_t)timeout_ms * 1000000u;
+	uint64_t end = region_now_ns() + (uint64_t)timeout_ms * 1000000u;
 	int st;
 
 	for (;;) {
@@ -598,7 +598,7 @@ bool probe_wait(struct probe *p, unsigned timeout_ms, struct probe_result *r,
 
 		if (got == p->pid)
 			break;
-		if (test_now_ns() > end)
+		if (region_now_ns() > end)
 			return false;
 		usleep(500);
 	}

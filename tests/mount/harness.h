@@ -20,7 +20,7 @@
 #include <sys/types.h>
 
 struct srv {
-	const char *server;	/* 127.0.0.1 */
+	const char *server; /* 127.0.0.1 */
 	const char *export_dir; /* the exported directory, local path */
 	unsigned nfs_port, mount_port;
 	pid_t ganesha;
@@ -28,11 +28,11 @@ struct srv {
 };
 
 struct mnt {
-	char dir[256];	 /* mount point */
+	char dir[256]; /* mount point */
 	char local[512]; /* the same directory seen on the export, locally */
-	char log[256];	 /* the daemon's stderr */
+	char log[256]; /* the daemon's stderr */
 	char opts[800];
-	pid_t pid;	 /* the daemon */
+	pid_t pid; /* the daemon */
 };
 
 /* Reads the server from the environment; skips without /dev/fuse. */
@@ -83,24 +83,24 @@ const char *lpath(const struct mnt *m, const char *rel);
 
 /* One call in a child process. */
 struct probe_result {
-	ssize_t ret;	/* what the call returned */
-	int err;	/* errno when ret < 0 */
-	uint64_t ns;	/* how long the call took */
-	unsigned sigs;	/* SIGINTs the handler saw */
-	char data[64];	/* the first bytes read, for reads */
+	ssize_t ret; /* what the call returned */
+	int err; /* errno when ret < 0 */
+	uint64_t ns; /* how long the call took */
+	unsigned sigs; /* SIGINTs the handler saw */
+	char data[64]; /* the first bytes read, for reads */
 };
 
 enum probe_op {
-	PROBE_READ,   /* open O_DIRECT (unless buffered), read len bytes */
-	PROBE_WRITE,  /* open, write len bytes of 'w', close */
+	PROBE_READ, /* open O_DIRECT (unless buffered), read len bytes */
+	PROBE_WRITE, /* open, write len bytes of 'w', close */
 	PROBE_STAT,
 };
 
 struct probe {
 	pid_t pid;
-	int fd;	      /* the result pipe */
+	int fd; /* the result pipe */
 	int ready_fd; /* the child writes a byte when its file is open */
-	int go_fd;    /* the parent writes a byte to let it make its call */
+	int go_fd; /* the parent writes a byte to let it make its call */
 };
 
 /*
@@ -114,8 +114,8 @@ void probe_start(struct probe *p, enum probe_op op, const char *path,
 void probe_wait_ready(struct probe *p);
 void probe_go(struct probe *p);
 /* probe_start + probe_wait_ready + probe_go. */
-void probe_run(struct probe *p, enum probe_op op, const char *path,
-	       size_t len, bool direct, uid_t uid);
+void probe_run(struct probe *p, enum probe_op op, const char *path, size_t len,
+	       bool direct, uid_t uid);
 /* Waits until the child is blocked in a FUSE request (10 s deadline). */
 void probe_wait_blocked(const struct probe *p);
 /* True if the child finished within timeout_ms (result in *r, if any). */

@@ -50,11 +50,11 @@ TEST_IMPL(conform_truncating_open)
 		const char *how;
 		int (*open)(const char *path); /* NULL: the shell's > */
 	} cases[] = {
-		{"open(O_WRONLY|O_TRUNC)", open_wronly_trunc},
-		{"open(O_RDWR|O_TRUNC)", open_rdwr_trunc},
-		{"open(O_WRONLY|O_CREAT|O_TRUNC)", open_creat_trunc},
-		{"creat()", do_creat},
-		{"the shell's >", NULL},
+		{ "open(O_WRONLY|O_TRUNC)", open_wronly_trunc },
+		{ "open(O_RDWR|O_TRUNC)", open_rdwr_trunc },
+		{ "open(O_WRONLY|O_CREAT|O_TRUNC)", open_creat_trunc },
+		{ "creat()", do_creat },
+		{ "the shell's >", NULL },
 	};
 	static const char longer[] = "longer text here\n";
 	struct mnt m;
@@ -121,10 +121,10 @@ static unsigned silly_names(const char *dir, char *name, size_t len)
 /* Waits until dir holds no .nfs* name (the release is asynchronous). */
 static void assert_no_silly(const char *dir)
 {
-	uint64_t end = test_now_ns() + RELEASE_MS * 1000000ull;
+	uint64_t end = region_now_ns() + RELEASE_MS * 1000000ull;
 
 	while (silly_names(dir, NULL, 0)) {
-		if (test_now_ns() > end)
+		if (region_now_ns() > end)
 			TEST__FAIL("a .nfs* name is still in %s %d ms after "
 				   "the last close",
 				   dir, RELEASE_MS);
@@ -182,14 +182,14 @@ TEST_IMPL(conform_unlinked_while_open)
 		enum fd_op op;
 		const char *what;
 	} cases[] = {
-		{UNLINKED, OP_READ, "unlink, then read"},
-		{UNLINKED, OP_WRITE, "unlink, then write"},
-		{UNLINKED, OP_FSTAT, "unlink, then fstat"},
-		{UNLINKED, OP_FTRUNCATE, "unlink, then ftruncate"},
-		{RENAMED_OVER, OP_READ, "rename over, then read"},
-		{RENAMED_OVER, OP_WRITE, "rename over, then write"},
-		{RENAMED_OVER, OP_FSTAT, "rename over, then fstat"},
-		{RENAMED_OVER, OP_FTRUNCATE, "rename over, then ftruncate"},
+		{ UNLINKED, OP_READ, "unlink, then read" },
+		{ UNLINKED, OP_WRITE, "unlink, then write" },
+		{ UNLINKED, OP_FSTAT, "unlink, then fstat" },
+		{ UNLINKED, OP_FTRUNCATE, "unlink, then ftruncate" },
+		{ RENAMED_OVER, OP_READ, "rename over, then read" },
+		{ RENAMED_OVER, OP_WRITE, "rename over, then write" },
+		{ RENAMED_OVER, OP_FSTAT, "rename over, then fstat" },
+		{ RENAMED_OVER, OP_FTRUNCATE, "rename over, then ftruncate" },
 	};
 	struct mnt m;
 	struct srv s;
@@ -221,8 +221,7 @@ TEST_IMPL(conform_unlinked_while_open)
 			assert_same_bytes(mpath(&m, f), "replacement", 11);
 		}
 		/* The data lives on under one hidden name, seen by readdir. */
-		ASSERT_EQ(silly_names(lpath(&m, dir), silly, sizeof(silly)),
-			  1);
+		ASSERT_EQ(silly_names(lpath(&m, dir), silly, sizeof(silly)), 1);
 		ASSERT_EQ(silly_names(mpath(&m, dir), NULL, 0), 1);
 		snprintf(spath, sizeof(spath), "%s/%s", lpath(&m, dir), silly);
 		fd_op_check(cases[i].op, fd, spath);
@@ -381,7 +380,7 @@ TEST_IMPL(conform_silly_removed_at_unmount)
 
 /* Permissions, as a user that is not root on an allow_other mount. */
 
-static const gid_t user_groups[] = {USER_GID};
+static const gid_t user_groups[] = { USER_GID };
 
 #define AS_USER(fn, path) as_user(USER_UID, USER_GID, user_groups, 1, fn, path)
 
@@ -454,7 +453,7 @@ struct perm_case {
 	const char *what;
 	int (*op)(const char *path);
 	const char *path; /* relative to the mount */
-	int want;	  /* errno the user gets; 0: success */
+	int want; /* errno the user gets; 0: success */
 };
 
 /*
@@ -502,27 +501,27 @@ static void assert_tree_unchanged(const struct mnt *m)
 TEST_IMPL(conform_permissions)
 {
 	static const struct perm_case cases[] = {
-		{"chmod below a dir without search", try_chmod, "locked/f",
-		 EACCES},
-		{"chown below a dir without search", try_chown, "locked/f",
-		 EACCES},
-		{"truncate below a dir without search", try_truncate,
-		 "locked/f", EACCES},
-		{"open below a dir without search", try_open_read, "locked/f",
-		 EACCES},
-		{"stat below a dir without search", try_stat, "locked/f",
-		 EACCES},
-		{"link from below a dir without search", try_link, "locked/f",
-		 EACCES},
-		{"opendir without read", try_opendir, "noread", EACCES},
-		{"truncate(2) of one's own 0444 file", try_truncate, "mine",
-		 EACCES},
-		{"O_RDONLY|O_TRUNC of one's own 0444 file", try_open_trunc,
-		 "mine", EACCES},
+		{ "chmod below a dir without search", try_chmod, "locked/f",
+		  EACCES },
+		{ "chown below a dir without search", try_chown, "locked/f",
+		  EACCES },
+		{ "truncate below a dir without search", try_truncate,
+		  "locked/f", EACCES },
+		{ "open below a dir without search", try_open_read, "locked/f",
+		  EACCES },
+		{ "stat below a dir without search", try_stat, "locked/f",
+		  EACCES },
+		{ "link from below a dir without search", try_link, "locked/f",
+		  EACCES },
+		{ "opendir without read", try_opendir, "noread", EACCES },
+		{ "truncate(2) of one's own 0444 file", try_truncate, "mine",
+		  EACCES },
+		{ "O_RDONLY|O_TRUNC of one's own 0444 file", try_open_trunc,
+		  "mine", EACCES },
 		/* What the user may do still works. */
-		{"open one's own 0444 file for reading", try_open_read, "mine",
-		 0},
-		{"stat one's own file", try_stat, "mine", 0},
+		{ "open one's own 0444 file for reading", try_open_read, "mine",
+		  0 },
+		{ "stat one's own file", try_stat, "mine", 0 },
 	};
 	struct mnt m;
 	struct srv s;
@@ -535,8 +534,8 @@ TEST_IMPL(conform_permissions)
 		int got = AS_USER(cases[i].op, mpath(&m, cases[i].path));
 
 		if (got != cases[i].want)
-			TEST__FAIL("%s: the user got %s, not %s",
-				   cases[i].what, got ? strerror(got) : "success",
+			TEST__FAIL("%s: the user got %s, not %s", cases[i].what,
+				   got ? strerror(got) : "success",
 				   cases[i].want ? strerror(cases[i].want) :
 						   "success");
 		assert_tree_unchanged(&m);
@@ -614,15 +613,16 @@ TEST_IMPL(conform_setuid_write)
 		int (*op)(const char *path);
 		mode_t mode;
 	} cases[] = {
-		{"write to a setuid+setgid file", append_data, 06777},
-		{"write to a setuid file", append_data, 04777},
-		{"write to a setgid file", append_data, 02777},
-		{"write to a setgid file without group x", append_data, 02666},
-		{"O_TRUNC open of a setuid+setgid file", truncating_open,
-		 06777},
-		{"truncate(2) of a setuid file", try_truncate, 04777},
+		{ "write to a setuid+setgid file", append_data, 06777 },
+		{ "write to a setuid file", append_data, 04777 },
+		{ "write to a setgid file", append_data, 02777 },
+		{ "write to a setgid file without group x", append_data,
+		  02666 },
+		{ "O_TRUNC open of a setuid+setgid file", truncating_open,
+		  06777 },
+		{ "truncate(2) of a setuid file", try_truncate, 04777 },
 		/* Only the kernel's clearing is done for the user. */
-		{"chmod of someone else's setuid file", chmod_strip, 06777},
+		{ "chmod of someone else's setuid file", chmod_strip, 06777 },
 	};
 	/* The reference files: where the user can reach them locally. */
 	char refdir[] = "/tmp/intrfs-test-ref.XXXXXX";
@@ -651,7 +651,8 @@ TEST_IMPL(conform_setuid_write)
 		got = AS_USER(cases[i].op, mpath(&m, name));
 		if (got != local)
 			TEST__FAIL("%s: the user got %s, locally %s",
-				   cases[i].what, got ? strerror(got) : "success",
+				   cases[i].what,
+				   got ? strerror(got) : "success",
 				   local ? strerror(local) : "success");
 		lstat_ok(lpath(&m, name), &st);
 		if ((st.st_mode & 07777) != (want.st_mode & 07777))
@@ -675,11 +676,11 @@ TEST_IMPL(conform_time_range)
 		time_t sec;
 		int want; /* errno; 0: stored as given */
 	} cases[] = {
-		{0xffffffffll, 0},
-		{0x100000000ll, EOVERFLOW},
-		{0x17fffffffll, EOVERFLOW},
-		{-1, EOVERFLOW},
-		{1, 0},
+		{ 0xffffffffll, 0 },
+		{ 0x100000000ll, EOVERFLOW },
+		{ 0x17fffffffll, EOVERFLOW },
+		{ -1, EOVERFLOW },
+		{ 1, 0 },
 	};
 	struct mnt m;
 	struct srv s;
@@ -687,8 +688,10 @@ TEST_IMPL(conform_time_range)
 	mnt_fresh(&m, &s, "");
 	write_file(mpath(&m, "f"), "t", 1);
 	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		struct timespec ts[2] = {{cases[i].sec, 0}, {cases[i].sec, 0}};
-		struct timespec keep[2] = {{1000000000, 0}, {1000000000, 0}};
+		struct timespec ts[2] = { { cases[i].sec, 0 },
+					  { cases[i].sec, 0 } };
+		struct timespec keep[2] = { { 1000000000, 0 },
+					    { 1000000000, 0 } };
 		struct stat st;
 		int rc;
 

@@ -55,7 +55,7 @@ static void assert_pattern(const char *path, unsigned k, size_t len)
 /* Reads one 8-byte count from fd within timeout_ms; false on timeout/EOF. */
 static bool read_count(int fd, uint64_t *v, unsigned timeout_ms)
 {
-	struct pollfd p = {fd, POLLIN, 0};
+	struct pollfd p = { fd, POLLIN, 0 };
 
 	if (poll(&p, 1, (int)timeout_ms) != 1)
 		return false;
@@ -65,8 +65,8 @@ static bool read_count(int fd, uint64_t *v, unsigned timeout_ms)
 /* A writer that reports: bytes written so far, then how it ended. */
 struct report {
 	uint64_t bytes;
-	int err;	  /* errno of the call that failed; 0 */
-	uint64_t end_ns;  /* CLOCK_MONOTONIC when it ended */
+	int err; /* errno of the call that failed; 0 */
+	uint64_t end_ns; /* CLOCK_MONOTONIC when it ended */
 };
 
 /*
@@ -77,7 +77,7 @@ struct report {
 static void chunk_writer(const char *path, unsigned k, uint64_t len, int fd)
 {
 	unsigned char *buf = malloc(MIB);
-	struct report r = {0};
+	struct report r = { 0 };
 	int f = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 
 	if (!buf || f < 0)
@@ -94,7 +94,7 @@ static void chunk_writer(const char *path, unsigned k, uint64_t len, int fd)
 	}
 	if (!r.err && (fsync(f) < 0 || close(f) < 0))
 		r.err = errno;
-	r.end_ns = test_now_ns();
+	r.end_ns = region_now_ns();
 	/* The stream of counts ends with a 0, then the report. */
 	{
 		uint64_t zero = 0;
@@ -146,12 +146,12 @@ static void wait_written(int fd, uint64_t want)
 /* Reads the report after the counts; false if none within timeout_ms. */
 static bool read_report(int fd, struct report *r, unsigned timeout_ms)
 {
-	uint64_t end = test_now_ns() + (uint64_t)timeout_ms * 1000000u;
+	uint64_t end = region_now_ns() + (uint64_t)timeout_ms * 1000000u;
 	uint64_t v;
 
 	do {
-		uint64_t left = test_now_ns() < end ?
-					(end - test_now_ns()) / 1000000u :
+		uint64_t left = region_now_ns() < end ?
+					(end - region_now_ns()) / 1000000u :
 					0;
 
 		if (!read_count(fd, &v, (unsigned)left))
@@ -170,8 +170,8 @@ TEST_IMPL(fault_soft_write_fails_in_time)
 		const char *fault;
 		bool partition;
 	} cases[] = {
-		{"server stopped", false},
-		{"partition", true},
+		{ "server stopped", false },
+		{ "partition", true },
 	};
 
 	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -184,14 +184,14 @@ TEST_IMPL(fault_soft_write_fails_in_time)
 
 		fprintf(stderr, "# %s\n", cases[i].fault);
 		mnt_fresh(&m, &s, "soft,timeo=5,retrans=1");
-		pid = start_writer(chunk_writer, mpath(&m, "f"), 0, 4096ull * MIB,
-				   &fd);
+		pid = start_writer(chunk_writer, mpath(&m, "f"), 0,
+				   4096ull * MIB, &fd);
 		wait_written(fd, 4 * MIB);
 		if (cases[i].partition)
 			net_partition(s.nfs_port);
 		else
 			srv_stall(&s);
-		t0 = test_now_ns();
+		t0 = region_now_ns();
 		if (!read_report(fd, &r, 10000))
 			TEST__FAIL("%s: the writer is still blocked 10 s later",
 				   cases[i].fault);
@@ -297,13 +297,13 @@ TEST_IMPL(fault_intr_signal_storm)
 {
 	pid_t pid[STORM_WRITERS];
 	int fd[STORM_WRITERS];
-	bool done[STORM_WRITERS] = {false};
+	bool done[STORM_WRITERS] = { false };
 	uint64_t eintrs = 0, sent = 0, end;
 	unsigned ndone = 0;
 	struct mnt m;
 	struct srv s;
 
-	struct sigaction sa = {0};
+	struct sigaction sa = { 0 };
 
 	mnt_fresh(&m, &s, "hard,intr");
 	/* The writers have the handler from their first instruction on. */
@@ -316,9 +316,9 @@ TEST_IMPL(fault_intr_signal_storm)
 		pid[k] = start_writer(storm_writer, mpath(&m, name), k,
 				      STORM_LEN, &fd[k]);
 	}
-	end = test_now_ns() + 100000000000ull;
+	end = region_now_ns() + 100000000000ull;
 	while (ndone < STORM_WRITERS) {
-		ASSERT_LT(test_now_ns(), end);
+		ASSERT_LT(region_now_ns(), end);
 		for (unsigned k = 0; k < STORM_WRITERS; k++) {
 			uint64_t v;
 
@@ -326,14 +326,15 @@ TEST_IMPL(fault_intr_signal_storm)
 				int st;
 
 				if (waitpid(pid[k], &st, WNOHANG) == pid[k])
-					TEST__FAIL("writer %u ended in the storm: "
-						   "%s %d",
-						   k,
-						   WIFEXITED(st) ? "exit" :
-								   "signal",
-						   WIFEXITED(st) ?
-							   WEXITSTATUS(st) :
-							   WTERMSIG(st));
+					TEST__FAIL(
+						"writer %u ended in the storm: "
+						"%s %d",
+						k,
+						WIFEXITED(st) ? "exit" :
+								"signal",
+						WIFEXITED(st) ?
+							WEXITSTATUS(st) :
+							WTERMSIG(st));
 				kill(pid[k], SIGINT);
 				sent++;
 			}
@@ -385,8 +386,7 @@ TEST_IMPL(fault_intr_signal_storm)
  * flush does not hold it.  The data it was told was written reaches the
  * export once the server resumes.
  */
-static void pausing_writer(const char *path, unsigned k, uint64_t len,
-			   int fd)
+static void pausing_writer(const char *path, unsigned k, uint64_t len, int fd)
 {
 	unsigned char *buf = malloc(len);
 	int f = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -417,9 +417,9 @@ TEST_IMPL(fault_kill_writer_stalled)
 		int sig;
 		const char *what;
 	} cases[] = {
-		{1, SIGKILL, "SIGKILL, one writer"},
-		{4, SIGKILL, "SIGKILL, four writers"},
-		{1, SIGINT, "default-action SIGINT, one writer"},
+		{ 1, SIGKILL, "SIGKILL, one writer" },
+		{ 4, SIGKILL, "SIGKILL, four writers" },
+		{ 1, SIGINT, "default-action SIGINT, one writer" },
 	};
 
 	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -449,7 +449,7 @@ TEST_IMPL(fault_kill_writer_stalled)
 			if (!read_count(fd[k], &v, 10000) || v != KILL_LEN)
 				TEST__FAIL("writer %u was not answered", k);
 		}
-		t0 = test_now_ns();
+		t0 = region_now_ns();
 		for (unsigned k = 0; k < cases[i].writers; k++)
 			ASSERT_EQ(kill(pid[k], cases[i].sig), 0);
 		for (unsigned k = 0; k < cases[i].writers; k++) {
@@ -463,18 +463,18 @@ TEST_IMPL(fault_kill_writer_stalled)
 			close(fd[k]);
 		}
 		fprintf(stderr, "# reaped %.1f ms after the signal\n",
-			(double)(test_now_ns() - t0) / 1e6);
+			(double)(region_now_ns() - t0) / 1e6);
 		srv_resume(&s);
 		/* Delivered in the background: give it a few seconds. */
 		for (unsigned k = 0; k < cases[i].writers; k++) {
-			uint64_t end = test_now_ns() + 10000000000ull;
+			uint64_t end = region_now_ns() + 10000000000ull;
 			char name[16];
 			struct stat st;
 
 			snprintf(name, sizeof(name), "f%u", k);
 			while (lstat(lpath(&m, name), &st) < 0 ||
 			       st.st_size < (off_t)KILL_LEN) {
-				ASSERT_LT(test_now_ns(), end);
+				ASSERT_LT(region_now_ns(), end);
 				test_sleep_ms(20);
 			}
 			assert_pattern(lpath(&m, name), k, KILL_LEN);
@@ -512,18 +512,20 @@ TEST_IMPL(fault_writes_resume_after_server_restart)
 	for (unsigned k = 0; k < RESTART_WRITERS; k++)
 		wait_written(fd[k], 8 * MIB);
 	spare_restart(&s);
-	ready = test_now_ns();
+	ready = region_now_ns();
 	for (unsigned k = 0; k < RESTART_WRITERS; k++) {
 		struct report r;
 
 		if (!read_report(fd[k], &r, 30000))
-			TEST__FAIL("writer %u is not done 30 s after the server "
-				   "is back",
-				   k);
+			TEST__FAIL(
+				"writer %u is not done 30 s after the server "
+				"is back",
+				k);
 		ASSERT_EQ(waitpid(pid[k], NULL, 0), pid[k]);
 		close(fd[k]);
-		fprintf(stderr, "# writer %u done %.2f s after the server was "
-				"back\n",
+		fprintf(stderr,
+			"# writer %u done %.2f s after the server was "
+			"back\n",
 			k, (double)((int64_t)(r.end_ns - ready)) / 1e9);
 		ASSERT_EQ(r.err, 0);
 		ASSERT_LT((int64_t)(r.end_ns - ready), 10000000000ll);
@@ -560,7 +562,7 @@ TEST_IMPL(fault_partition_heals_promptly)
 	net_partition(s.nfs_port);
 	test_sleep_ms(PARTITION_S * 1000);
 	net_heal();
-	healed = test_now_ns();
+	healed = region_now_ns();
 	if (!read_report(fd, &r, 60000)) {
 		char log[16384];
 
@@ -615,7 +617,7 @@ static void *bad_conn_main(void *arg)
 
 static void bad_server_start(struct bad_server *b, bool garbage)
 {
-	struct sockaddr_in sa = {0};
+	struct sockaddr_in sa = { 0 };
 	socklen_t len = sizeof(sa);
 
 	b->garbage = garbage;
@@ -645,14 +647,14 @@ TEST_IMPL(fault_mount_garbage_or_silent_server)
 		const char *want;
 		unsigned within_ms;
 	} cases[] = {
-		{"garbage on both ports", "hard", GARBAGE, GARBAGE,
-		 "not an RPC reply", 5000},
-		{"garbage on the NFS port", "hard,retry=1", GARBAGE, REAL,
-		 "not an RPC reply", 5000},
-		{"silence on both ports", "hard,retry=0,timeo=10,retrans=1",
-		 SILENT, SILENT, "timed out", 8000},
-		{"silence on the NFS port", "hard,retry=0,timeo=10,retrans=1",
-		 SILENT, REAL, "timed out", 8000},
+		{ "garbage on both ports", "hard", GARBAGE, GARBAGE,
+		  "not an RPC reply", 5000 },
+		{ "garbage on the NFS port", "hard,retry=1", GARBAGE, REAL,
+		  "not an RPC reply", 5000 },
+		{ "silence on both ports", "hard,retry=0,timeo=10,retrans=1",
+		  SILENT, SILENT, "timed out", 8000 },
+		{ "silence on the NFS port", "hard,retry=0,timeo=10,retrans=1",
+		  SILENT, REAL, "timed out", 8000 },
 	};
 	struct bad_server garbage, silent;
 	struct srv s;
@@ -661,10 +663,12 @@ TEST_IMPL(fault_mount_garbage_or_silent_server)
 	bad_server_start(&garbage, true);
 	bad_server_start(&silent, false);
 	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		const unsigned nfs[] = {garbage.port, silent.port, s.nfs_port};
-		const unsigned mnt[] = {garbage.port, silent.port, s.mount_port};
+		const unsigned nfs[] = { garbage.port, silent.port,
+					 s.nfs_port };
+		const unsigned mnt[] = { garbage.port, silent.port,
+					 s.mount_port };
 		char opts[256], log[8192];
-		uint64_t t0 = test_now_ns(), took;
+		uint64_t t0 = region_now_ns(), took;
 		struct mnt m;
 		int st;
 
@@ -673,9 +677,9 @@ TEST_IMPL(fault_mount_garbage_or_silent_server)
 		snprintf(opts, sizeof(opts), "%s,port=%u,mountport=%u",
 			 cases[i].opts, nfs[cases[i].nfs], mnt[cases[i].mnt]);
 		st = mnt_start_fails(&m, &s, opts, log, sizeof(log));
-		took = test_now_ns() - t0;
-		fprintf(stderr, "# refused after %.2f s: %s", (double)took / 1e9,
-			log);
+		took = region_now_ns() - t0;
+		fprintf(stderr, "# refused after %.2f s: %s",
+			(double)took / 1e9, log);
 		ASSERT_NE(st, 0);
 		ASSERT_CONTAINS(log, cases[i].want);
 		ASSERT_LT(took, (uint64_t)cases[i].within_ms * 1000000u);
@@ -691,8 +695,9 @@ TEST_IMPL(fault_mount_garbage_or_silent_server)
  */
 TEST_IMPL(fault_mount_command_death_ends_attempt)
 {
-	char dir[] = "/tmp/intrfs-test-mnt.XXXXXX", log[] =
-		"/tmp/intrfs-test-log.XXXXXX", src[600], opts[128], buf[4096];
+	char dir[] = "/tmp/intrfs-test-mnt.XXXXXX",
+	     log[] = "/tmp/intrfs-test-log.XXXXXX", src[600], opts[128],
+	     buf[4096];
 	struct bad_server silent;
 	pid_t parent, kids[4];
 	uint64_t end;
@@ -718,14 +723,14 @@ TEST_IMPL(fault_mount_command_death_ends_attempt)
 		_exit(127);
 	}
 	/* The foreground command says it is still trying. */
-	end = test_now_ns() + 20000000000ull;
+	end = region_now_ns() + 20000000000ull;
 	for (;;) {
 		ssize_t got = pread(lfd, buf, sizeof(buf) - 1, 0);
 
 		buf[got > 0 ? got : 0] = '\0';
 		if (strstr(buf, "still trying"))
 			break;
-		ASSERT_LT(test_now_ns(), end);
+		ASSERT_LT(region_now_ns(), end);
 		test_sleep_ms(20);
 	}
 	n = children_of(parent, kids, 4);
@@ -793,11 +798,11 @@ TEST_IMPL(fault_memory_bounded)
 	}
 	hwm = status_kib(m.pid, "VmHWM:");
 	/* Idle slabs are given back within a second or two. */
-	end = test_now_ns() + 5000000000ull;
+	end = region_now_ns() + 5000000000ull;
 	do {
 		test_sleep_ms(200);
 		rss = status_kib(m.pid, "VmRSS:");
-	} while (rss > 64 * 1024 && test_now_ns() < end);
+	} while (rss > 64 * 1024 && region_now_ns() < end);
 	fprintf(stderr, "# after 1 GiB written: peak %lu MiB, now %lu MiB\n",
 		hwm / 1024, rss / 1024);
 	/* 4 x wbuf for the mount, 16 MiB on the way per file, the rest. */
@@ -814,7 +819,8 @@ TEST_IMPL(fault_memory_bounded)
  */
 static bool syslog_listens(void)
 {
-	struct sockaddr_un sa = {.sun_family = AF_UNIX, .sun_path = "/dev/log"};
+	struct sockaddr_un sa = { .sun_family = AF_UNIX,
+				  .sun_path = "/dev/log" };
 	int fd = socket(AF_UNIX, SOCK_DGRAM, 0);
 	bool ok = fd >= 0 &&
 		  connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
@@ -826,8 +832,9 @@ static bool syslog_listens(void)
 
 TEST_IMPL(fault_background_logs_kept)
 {
-	char dir[] = "/tmp/intrfs-test-mnt.XXXXXX", log[] =
-		"/tmp/intrfs-test-log.XXXXXX", src[600], opts[1024], buf[16384];
+	char dir[] = "/tmp/intrfs-test-mnt.XXXXXX",
+	     log[] = "/tmp/intrfs-test-log.XXXXXX", src[600], opts[1024],
+	     buf[16384];
 	bool syslog = syslog_listens();
 	uint64_t end;
 	pid_t cmd, daemon = 0;
@@ -841,8 +848,8 @@ TEST_IMPL(fault_background_logs_kept)
 	snprintf(src, sizeof(src), "%s:%s", s.server, s.export_dir);
 	snprintf(opts, sizeof(opts), "port=%u,mountport=%u%s%s", s.nfs_port,
 		 s.mount_port, syslog ? ",logfile=" : "", syslog ? log : "");
-	fprintf(stderr, "# %s\n", syslog ? "a syslog listens: logfile=" :
-					   "no syslog: stderr");
+	fprintf(stderr, "# %s\n",
+		syslog ? "a syslog listens: logfile=" : "no syslog: stderr");
 	fflush(NULL);
 	cmd = fork();
 	ASSERT_GE(cmd, 0);
@@ -854,42 +861,44 @@ TEST_IMPL(fault_background_logs_kept)
 	/* The command returns once mounted; the daemon goes on. */
 	ASSERT_EQ(waitpid(cmd, &st, 0), cmd);
 	ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	end = test_now_ns() + 5000000000ull;
+	end = region_now_ns() + 5000000000ull;
 	for (;;) {
 		ssize_t got = pread(lfd, buf, sizeof(buf) - 1, 0);
 		const char *p;
 
 		buf[got > 0 ? got : 0] = '\0';
 		p = strstr(buf, ", pid ");
-		if (p && strstr(buf, "mounted") && sscanf(p + 6, "%d", &daemon) == 1)
+		if (p && strstr(buf, "mounted") &&
+		    sscanf(p + 6, "%d", &daemon) == 1)
 			break;
-		if (test_now_ns() > end) {
+		if (region_now_ns() > end) {
 			umount2(dir, MNT_DETACH);
-			TEST__FAIL("the daemon's log does not say it mounted:\n%s",
-				   buf);
+			TEST__FAIL(
+				"the daemon's log does not say it mounted:\n%s",
+				buf);
 		}
 		test_sleep_ms(20);
 	}
 	ASSERT_EQ(kill(daemon, SIGUSR1), 0);
-	end = test_now_ns() + 5000000000ull;
+	end = region_now_ns() + 5000000000ull;
 	for (;;) {
 		ssize_t got = pread(lfd, buf, sizeof(buf) - 1, 0);
 
 		buf[got > 0 ? got : 0] = '\0';
 		if (strstr(buf, "intrfs: tasks on"))
 			break;
-		if (test_now_ns() > end) {
+		if (region_now_ns() > end) {
 			umount2(dir, MNT_DETACH);
 			TEST__FAIL("kill -USR1's dump is not in the log:\n%s",
 				   buf);
 		}
 		test_sleep_ms(20);
 	}
-	end = test_now_ns() + 5000000000ull;
+	end = region_now_ns() + 5000000000ull;
 	while (umount2(dir, 0) < 0) {
 		int err = errno;
 
-		if (err != EBUSY || test_now_ns() > end) {
+		if (err != EBUSY || region_now_ns() > end) {
 			umount2(dir, MNT_DETACH);
 			TEST__FAIL("umount %s: %s", dir, strerror(err));
 		}

@@ -20,16 +20,16 @@
 #define FILLERS 24
 
 enum expect {
-	COMPLETES,   /* no EINTR: the call completes after the resume */
-	EINTR_NOW,   /* the call fails with EINTR at once */
-	KILLED_NOW,  /* the process is gone at once */
+	COMPLETES, /* no EINTR: the call completes after the resume */
+	EINTR_NOW, /* the call fails with EINTR at once */
+	KILLED_NOW, /* the process is gone at once */
 	KILLED_LATE, /* alive until the resume; the watchdog reports it */
-	EIO_LATE,    /* no signal: EIO once the soft timeout runs out */
+	EIO_LATE, /* no signal: EIO once the soft timeout runs out */
 };
 
 enum workload {
-	READER,	 /* one O_DIRECT read */
-	WRITER,	 /* one 1 MiB write */
+	READER, /* one O_DIRECT read */
+	WRITER, /* one 1 MiB write */
 	BLOCKED_SENDER, /* a write behind FILLERS others: stuck in the send */
 };
 
@@ -145,7 +145,7 @@ static void run_row(const struct row *row)
 		srv_resume(&s);
 		break;
 	case KILLED_LATE: {
-		uint64_t end = test_now_ns() + 5000000000ull;
+		uint64_t end = region_now_ns() + 5000000000ull;
 
 		ASSERT(!probe_wait(&victim, 1500, NULL, NULL));
 		/* The hung-task watchdog names the task and its region. */
@@ -153,7 +153,7 @@ static void run_row(const struct row *row)
 			mnt_read_log(&m, log, sizeof(log));
 			if (strstr(log, "blocked uninterruptibly"))
 				break;
-			ASSERT_LT(test_now_ns(), end);
+			ASSERT_LT(region_now_ns(), end);
 			test_sleep_ms(50);
 		}
 		ASSERT_CONTAINS(log, "fuse request");
@@ -190,12 +190,12 @@ static void run_row(const struct row *row)
 	mnt_stop(&m);
 }
 
-#define ROW(name, opts, work, sig, want)                                      \
-	TEST_IMPL(name)                                                       \
-	{                                                                     \
-		static const struct row r = {opts, work, sig, want};          \
-		run_row(&r);                                                  \
-		return 0;                                                     \
+#define ROW(name, opts, work, sig, want)                               \
+	TEST_IMPL(name)                                                \
+	{                                                              \
+		static const struct row r = { opts, work, sig, want }; \
+		run_row(&r);                                           \
+		return 0;                                              \
 	}
 
 /* The table of the issue, under the default policy (region). */
@@ -223,8 +223,8 @@ ROW(intr_region_killable_send, "policy=region,hard,killable", BLOCKED_SENDER,
     SIGINT, COMPLETES)
 ROW(intr_region_nointr_send, "policy=region,hard,nointr", BLOCKED_SENDER,
     SIGINT, COMPLETES)
-ROW(intr_sigmask_killable_send, "policy=sigmask,hard,killable",
-    BLOCKED_SENDER, SIGINT, COMPLETES)
+ROW(intr_sigmask_killable_send, "policy=sigmask,hard,killable", BLOCKED_SENDER,
+    SIGINT, COMPLETES)
 
 /* Reads under percall: the reply wait's own mode decides. */
 ROW(intr_percall_killable_read, "policy=percall,hard,killable", READER, SIGINT,
@@ -257,10 +257,10 @@ static uint64_t latency_with(const struct mnt *m, const struct srv *s,
 	for (unsigned i = 0; i < blocked; i++)
 		probe_wait_blocked(&ps[i]);
 	test_sleep_ms(50);
-	t0 = test_now_ns();
+	t0 = region_now_ns();
 	ASSERT_EQ(kill(ps[0].pid, SIGINT), 0);
 	ASSERT(probe_wait(&ps[0], PROMPT_MS, &r, NULL));
-	lat = test_now_ns() - t0;
+	lat = region_now_ns() - t0;
 	ASSERT_EQ(r.err, EINTR);
 	srv_resume(s);
 	for (unsigned i = 1; i < blocked; i++)
@@ -300,17 +300,19 @@ TEST_IMPL(intr_latency_1_vs_64)
 	prepare_file(&m, "victim", 'a');
 	one = median_latency(&m, &s, 1);
 	many = median_latency(&m, &s, 64);
-	fprintf(stderr, "kill -> EINTR, median of %d: %.0f us with 1 blocked, "
-			"%.0f us with 64 blocked\n",
+	fprintf(stderr,
+		"kill -> EINTR, median of %d: %.0f us with 1 blocked, "
+		"%.0f us with 64 blocked\n",
 		LATENCY_ROUNDS, (double)one / 1e3, (double)many / 1e3);
 	/*
 	 * The same, within what a shared machine allows: a request that had
 	 * to wait for a worker another one holds would add whole milliseconds.
 	 */
 	if (many > 2 * one + 2000000u)
-		TEST__FAIL("64 blocked requests slow the interrupt down: %.0f us "
-			   "against %.0f us with one",
-			   (double)many / 1e3, (double)one / 1e3);
+		TEST__FAIL(
+			"64 blocked requests slow the interrupt down: %.0f us "
+			"against %.0f us with one",
+			(double)many / 1e3, (double)one / 1e3);
 	mnt_stop(&m);
 	return 0;
 }

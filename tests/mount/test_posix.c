@@ -23,10 +23,11 @@
 /* Data round trips around the 1 MiB rsize/wsize and FUSE's page size. */
 TEST_IMPL(posix_data_round_trips)
 {
-	static const size_t sizes[] = {0,	    1,		4095,
-				       4096,	    4097,	131072,
-				       1048575,	    1048576,	1048577,
-				       3 * 1048576 + 17, 9 * 1048576};
+	static const size_t sizes[] = {
+		0,	    1,	     4095,    4096,    4097,
+		131072,	    1048575, 1048576, 1048577, 3 * 1048576 + 17,
+		9 * 1048576
+	};
 	size_t max = 9 * 1048576;
 	char *buf = malloc(max), name[32];
 	struct mnt m;
@@ -185,7 +186,8 @@ TEST_IMPL(posix_namespace)
 
 TEST_IMPL(posix_attributes)
 {
-	struct timespec ts[2] = {{1577836800, 123456789}, {1262304000, 5000}};
+	struct timespec ts[2] = { { 1577836800, 123456789 },
+				  { 1262304000, 5000 } };
 	struct statvfs sv, lsv;
 	struct stat st;
 	struct mnt m;
@@ -318,7 +320,8 @@ static int try_unlink(const char *path)
 
 TEST_IMPL(cred_each_caller_acts_as_itself)
 {
-	const gid_t own[] = {USER_GID}, with_other[] = {USER_GID, OTHER_GID};
+	const gid_t own[] = { USER_GID },
+		    with_other[] = { USER_GID, OTHER_GID };
 	struct stat st;
 	struct mnt m;
 	struct srv s;
@@ -375,7 +378,7 @@ TEST_IMPL(cred_each_caller_acts_as_itself)
 /* Without allow_other, FUSE itself keeps other users out. */
 TEST_IMPL(cred_without_allow_other)
 {
-	const gid_t own[] = {USER_GID};
+	const gid_t own[] = { USER_GID };
 	struct mnt m;
 	struct srv s;
 
@@ -410,12 +413,12 @@ TEST_IMPL(posix_error_at_close)
 	 * From the write on: the write is answered once sent, and the soft
 	 * timeout of its WRITE (or of the COMMIT at close) runs from then.
 	 */
-	t0 = test_now_ns();
+	t0 = region_now_ns();
 	ASSERT_EQ(write(fd, buf, 1 << 20), 1 << 20);
 	srv_stall(&s);
 	rc = close(fd);
 	err = errno;
-	took = test_now_ns() - t0;
+	took = region_now_ns() - t0;
 	srv_resume(&s);
 	ASSERT_EQ(rc, -1);
 	ASSERT_EQ(err, EIO);
@@ -469,11 +472,11 @@ TEST_IMPL(posix_write_behind)
 	fd = open(mpath(&m, "wb"), O_WRONLY | O_CREAT, 0644);
 	ASSERT_GE(fd, 0);
 	srv_stall(&s);
-	t0 = test_now_ns();
+	t0 = region_now_ns();
 	ASSERT_EQ(write(fd, buf, len), (ssize_t)len);
-	took = test_now_ns() - t0;
+	took = region_now_ns() - t0;
 	ASSERT_LT(took, 300000000u);
-	later = (struct resume_later){&s, 500};
+	later = (struct resume_later){ &s, 500 };
 	ASSERT_EQ(pthread_create(&th, NULL, resume_main, &later), 0);
 	/*
 	 * What was answered is what a stat and an uncached read see: they
@@ -495,7 +498,7 @@ TEST_IMPL(posix_write_behind)
 		free(back);
 	}
 	ASSERT_EQ(close(fd), 0);
-	took = test_now_ns() - t0;
+	took = region_now_ns() - t0;
 	pthread_join(th, NULL);
 	ASSERT_GE(took, 450000000u);
 	assert_same_bytes(lpath(&m, "wb"), buf, len);
@@ -506,11 +509,11 @@ TEST_IMPL(posix_write_behind)
 	fd = open(mpath(&m, "wb"), O_WRONLY | O_DIRECT);
 	ASSERT_GE(fd, 0);
 	srv_stall(&s);
-	t0 = test_now_ns();
-	later = (struct resume_later){&s, 400};
+	t0 = region_now_ns();
+	later = (struct resume_later){ &s, 400 };
 	ASSERT_EQ(pthread_create(&th, NULL, resume_main, &later), 0);
 	ASSERT_EQ(write(fd, dbuf, len), (ssize_t)len);
-	took = test_now_ns() - t0;
+	took = region_now_ns() - t0;
 	pthread_join(th, NULL);
 	ASSERT_GE(took, 350000000u);
 	ASSERT_EQ(close(fd), 0);
@@ -544,14 +547,14 @@ TEST_IMPL(mount_bad_options)
 	static const struct {
 		const char *opts, *want;
 	} cases[] = {
-		{"frobnicate", "unknown option 'frobnicate'"},
-		{"timeo=abc", "option 'timeo'"},
-		{"timeo=0", "option 'timeo'"},
-		{"retrans=-1", "option 'retrans'"},
-		{"policy=never", "option 'policy'"},
-		{"vers=4", "vers"},
-		{"proto=udp", "proto"},
-		{"soft,hard,rsize=x", "option 'rsize'"},
+		{ "frobnicate", "unknown option 'frobnicate'" },
+		{ "timeo=abc", "option 'timeo'" },
+		{ "timeo=0", "option 'timeo'" },
+		{ "retrans=-1", "option 'retrans'" },
+		{ "policy=never", "option 'policy'" },
+		{ "vers=4", "vers" },
+		{ "proto=udp", "proto" },
+		{ "soft,hard,rsize=x", "option 'rsize'" },
 	};
 	char log[8192];
 	struct mnt m;
@@ -573,7 +576,7 @@ static unsigned readahead_kb(const struct mnt *m)
 {
 	char path[96], buf[32];
 	struct stat st;
-	uint64_t end = test_now_ns() + 5000000000ull;
+	uint64_t end = region_now_ns() + 5000000000ull;
 	unsigned kb = 0;
 
 	ASSERT_EQ(stat(mpath(m, ""), &st), 0);
@@ -587,7 +590,7 @@ static unsigned readahead_kb(const struct mnt *m)
 		ASSERT(fgets(buf, sizeof(buf), f) != NULL);
 		fclose(f);
 		kb = (unsigned)strtoul(buf, NULL, 10);
-		if (kb != 128 || test_now_ns() > end)
+		if (kb != 128 || region_now_ns() > end)
 			return kb;
 		test_sleep_ms(10);
 	}
@@ -623,19 +626,19 @@ TEST_IMPL(mount_unreachable_server)
 
 	srv_get(&s);
 	/* soft: a clear error, at once */
-	t0 = test_now_ns();
+	t0 = region_now_ns();
 	st = mnt_start_fails(&m, &s, "soft,port=1,mountport=1", log,
 			     sizeof(log));
 	ASSERT_NE(st, 0);
 	ASSERT_CONTAINS(log, "Connection refused");
-	ASSERT_LT(test_now_ns() - t0, 5000000000ull);
+	ASSERT_LT(region_now_ns() - t0, 5000000000ull);
 	/* hard: says it is still trying, and keeps trying */
 	mnt_spawn(&m, &s, "hard,retry=1,port=1,mountport=1");
 	for (;;) {
 		mnt_read_log(&m, log, sizeof(log));
 		if (strstr(log, "not responding, still trying"))
 			break;
-		ASSERT_LT(test_now_ns() - t0, 10000000000ull);
+		ASSERT_LT(region_now_ns() - t0, 10000000000ull);
 		test_sleep_ms(20);
 	}
 	test_sleep_ms(300);
@@ -644,7 +647,7 @@ TEST_IMPL(mount_unreachable_server)
 	ASSERT_EQ(waitpid(m.pid, &st, 0), m.pid);
 	rmdir(m.dir);
 	/* hard, retry=0: a single attempt, then the error */
-	t0 = test_now_ns();
+	t0 = region_now_ns();
 	st = mnt_start_fails(&m, &s, "hard,retry=0,port=1,mountport=1", log,
 			     sizeof(log));
 	ASSERT_NE(st, 0);
@@ -691,8 +694,9 @@ TEST_IMPL(mount_via_mount_command)
 	ASSERT_GE(fd, 0);
 	f = fdopen(fd, "w");
 	ASSERT_NOT_NULL(f);
-	fprintf(f, "%s:%s %s fuse.intrfs port=%u,mountport=%u,hard,_netdev,"
-		   "noauto 0 0\n",
+	fprintf(f,
+		"%s:%s %s fuse.intrfs port=%u,mountport=%u,hard,_netdev,"
+		"noauto 0 0\n",
 		s.server, src, dir, s.nfs_port, s.mount_port);
 	fclose(f);
 	snprintf(cmd, sizeof(cmd), "mount -T %s %s", fstab, dir);

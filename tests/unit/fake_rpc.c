@@ -7,6 +7,8 @@
  */
 #include "fake_rpc.h"
 
+#include <intrfs/region.h>
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -59,14 +61,6 @@ struct fake_rpc {
 	unsigned npend;
 };
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static void kick(struct fake_rpc *f)
 {
 	uint64_t one = 1;
@@ -80,7 +74,7 @@ static void *serve(void *arg);
 struct fake_rpc *fake_rpc_start(uint16_t port)
 {
 	struct fake_rpc *f = calloc(1, sizeof(*f));
-	struct sockaddr_in a = {0};
+	struct sockaddr_in a = { 0 };
 	socklen_t alen = sizeof(a);
 	int one = 1, rcv = RCVBUF;
 
@@ -183,10 +177,10 @@ uint64_t fake_rpc_bytes(struct fake_rpc *f)
 
 bool fake_rpc_wait_seen(struct fake_rpc *f, unsigned n)
 {
-	uint64_t end = now_ns() + 5000000000ull;
+	uint64_t end = region_now_ns() + 5000000000ull;
 
 	while (fake_rpc_seen(f, NULL, 0) < n) {
-		if (now_ns() > end)
+		if (region_now_ns() > end)
 			return false;
 		usleep(1000);
 	}
@@ -203,7 +197,7 @@ static void send_all(int fd, const void *buf, size_t len)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && errno == EAGAIN) {
-			struct pollfd pf = {fd, POLLOUT, 0};
+			struct pollfd pf = { fd, POLLOUT, 0 };
 
 			poll(&pf, 1, 100);
 			continue;
@@ -268,7 +262,7 @@ static void answer(struct fake_rpc *f, struct fconn *c, unsigned char *rec,
 	if (delay > 0 && f->npend < MAX_PENDING) {
 		struct pending *p = &f->pend[f->npend++];
 
-		p->due = now_ns() + (uint64_t)delay * 1000000u;
+		p->due = region_now_ns() + (uint64_t)delay * 1000000u;
 		p->conn = c->id;
 		p->rec = rec;
 		p->len = len;
@@ -278,15 +272,15 @@ static void answer(struct fake_rpc *f, struct fconn *c, unsigned char *rec,
 	free(rec);
 }
 
-static void handle_call(struct fake_rpc *f, struct fconn *c,
-			unsigned char *msg, size_t len)
+static void handle_call(struct fake_rpc *f, struct fconn *c, unsigned char *msg,
+			size_t len)
 {
 	char cred[MAX_AUTH_BYTES], verf[MAX_AUTH_BYTES];
 	struct {
 		char *val;
 		u_int len;
-	} body = {NULL, 0};
-	struct fake_seen s = {0};
+	} body = { NULL, 0 };
+	struct fake_seen s = { 0 };
 	unsigned char *rec;
 	struct rpc_msg m;
 	size_t rlen;
@@ -314,8 +308,8 @@ static void handle_call(struct fake_rpc *f, struct fconn *c,
 		goto out;
 	if (take(f, FAKE_GARBAGE)) {
 		unsigned char junk[40];
-		uint32_t v[3] = {htonl(0x80000000u | (sizeof(junk) - 4)),
-				 htonl(s.xid), htonl(REPLY)};
+		uint32_t v[3] = { htonl(0x80000000u | (sizeof(junk) - 4)),
+				  htonl(s.xid), htonl(REPLY) };
 
 		/* A record whose XID matches, then nonsense. */
 		memcpy(junk, v, sizeof(v));
@@ -324,7 +318,8 @@ static void handle_call(struct fake_rpc *f, struct fconn *c,
 		goto out;
 	}
 	if (take(f, FAKE_OVERSIZE)) {
-		uint32_t v[2] = {htonl(0x80000000u | 100000000u), htonl(s.xid)};
+		uint32_t v[2] = { htonl(0x80000000u | 100000000u),
+				  htonl(s.xid) };
 
 		send_all(c->fd, v, sizeof(v));
 		goto out;
@@ -427,7 +422,7 @@ static void read_conn(struct fake_rpc *f, struct fconn *c)
 
 static void send_due(struct fake_rpc *f, int *timeout_ms)
 {
-	uint64_t now = now_ns();
+	uint64_t now = region_now_ns();
 
 	*timeout_ms = -1;
 	for (unsigned i = 0; i < f->npend;) {
@@ -442,8 +437,8 @@ static void send_due(struct fake_rpc *f, int *timeout_ms)
 			f->pend[i] = f->pend[--f->npend];
 			continue;
 		}
-		if (*timeout_ms < 0 || (int)((p->due - now) / 1000000u) + 1 <
-					       *timeout_ms)
+		if (*timeout_ms < 0 ||
+		    (int)((p->due - now) / 1000000u) + 1 < *timeout_ms)
 			*timeout_ms = (int)((p->due - now) / 1000000u) + 1;
 		i++;
 	}
@@ -467,13 +462,13 @@ static void *serve(void *arg)
 		}
 		pthread_mutex_unlock(&f->lock);
 		send_due(f, &timeout);
-		p[0] = (struct pollfd){f->efd, POLLIN, 0};
-		p[1] = (struct pollfd){f->lfd, POLLIN, 0};
+		p[0] = (struct pollfd){ f->efd, POLLIN, 0 };
+		p[1] = (struct pollfd){ f->lfd, POLLIN, 0 };
 		for (unsigned i = 0; i < MAX_CONNS; i++) {
 			if (f->conns[i].fd < 0 || stalled)
 				continue;
 			pc[nc++] = &f->conns[i];
-			p[n++] = (struct pollfd){f->conns[i].fd, POLLIN, 0};
+			p[n++] = (struct pollfd){ f->conns[i].fd, POLLIN, 0 };
 		}
 		if (poll(p, n, timeout) < 0)
 			continue;

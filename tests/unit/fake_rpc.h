@@ -19,19 +19,19 @@
 
 /* Behaviours; each counter applies to that many next calls. */
 enum fake_knob {
-	FAKE_DROP,	/* read the call, never answer */
-	FAKE_GARBAGE,	/* answer a well-framed record of junk */
-	FAKE_OVERSIZE,	/* answer a record mark of 100 MB, then nothing */
+	FAKE_DROP, /* read the call, never answer */
+	FAKE_GARBAGE, /* answer a well-framed record of junk */
+	FAKE_OVERSIZE, /* answer a record mark of 100 MB, then nothing */
 	FAKE_STRAY_XID, /* answer a reply with another XID first */
-	FAKE_STALL,	/* 1: stop reading the sockets; 0: read again */
-	FAKE_DELAY_MS,	/* answer every call this late */
+	FAKE_STALL, /* 1: stop reading the sockets; 0: read again */
+	FAKE_DELAY_MS, /* answer every call this late */
 };
 
 struct fake_seen {
 	uint32_t xid, proc;
-	unsigned conn;	    /* 1 for the first connection accepted, ... */
+	unsigned conn; /* 1 for the first connection accepted, ... */
 	uint16_t peer_port; /* the client's source port on that connection */
-	uint32_t len;	    /* argument bytes (ECHO, SINK) */
+	uint32_t len; /* argument bytes (ECHO, SINK) */
 };
 
 struct fake_rpc;
@@ -42,8 +42,7 @@ uint16_t fake_rpc_port(const struct fake_rpc *f);
 void fake_rpc_stop(struct fake_rpc *f);
 void fake_rpc_set(struct fake_rpc *f, enum fake_knob k, long value);
 /* Copies up to max calls seen, oldest first; returns how many were seen. */
-unsigned fake_rpc_seen(struct fake_rpc *f, struct fake_seen *out,
-		       unsigned max);
+unsigned fake_rpc_seen(struct fake_rpc *f, struct fake_seen *out, unsigned max);
 unsigned fake_rpc_conns(struct fake_rpc *f);
 /* Waits until at least n calls were seen (with a 5 s deadline). */
 bool fake_rpc_wait_seen(struct fake_rpc *f, unsigned n);

@@ -39,20 +39,12 @@ struct test {
 };
 
 static const struct test tests[] = {
-#define TEST_ENTRY(name, timeout_ms) {#name, run_test_##name, timeout_ms},
+#define TEST_ENTRY(name, timeout_ms) { #name, run_test_##name, timeout_ms },
 #include TEST_LIST
 #undef TEST_ENTRY
 };
 
 #define NTESTS (sizeof(tests) / sizeof(tests[0]))
-
-uint64_t test_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /*
  * SIGSTOPs pid and waits until every thread of it has stopped: kill()
@@ -61,18 +53,18 @@ uint64_t test_now_ns(void)
  */
 void test_stop_process(pid_t pid)
 {
-	uint64_t end = test_now_ns() + 5000000000ull;
+	uint64_t end = region_now_ns() + 5000000000ull;
 
 	ASSERT_EQ(kill(pid, SIGSTOP), 0);
 	while (!proc_threads_stopped(pid)) {
-		ASSERT_LT(test_now_ns(), end);
+		ASSERT_LT(region_now_ns(), end);
 		usleep(200);
 	}
 }
 
 void test_sleep_ms(unsigned ms)
 {
-	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000l};
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000l };
 
 	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
 		;
@@ -118,7 +110,7 @@ int test_run_child(void (*fn)(void *), void *arg, char *buf, size_t len)
 static int wait_child(pid_t pid, unsigned timeout_ms)
 {
 	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
-	uint64_t end = test_now_ns() + (uint64_t)timeout_ms * 1000000u;
+	uint64_t end = region_now_ns() + (uint64_t)timeout_ms * 1000000u;
 	int status;
 
 	for (;;) {
@@ -127,7 +119,7 @@ static int wait_child(pid_t pid, unsigned timeout_ms)
 
 		if (r == pid)
 			break;
-		now = test_now_ns();
+		now = region_now_ns();
 		if (now >= end) {
 			kill(pid, SIGKILL);
 			waitpid(pid, &status, 0);
@@ -135,7 +127,7 @@ static int wait_child(pid_t pid, unsigned timeout_ms)
 			break;
 		}
 		if (fd >= 0) {
-			struct pollfd p = {fd, POLLIN, 0};
+			struct pollfd p = { fd, POLLIN, 0 };
 
 			poll(&p, 1, (int)((end - now) / 1000000u) + 1);
 		} else {
@@ -149,7 +141,7 @@ static int wait_child(pid_t pid, unsigned timeout_ms)
 
 static int run_one(unsigned n, const struct test *t)
 {
-	uint64_t start = test_now_ns();
+	uint64_t start = region_now_ns();
 	int status;
 	pid_t pid;
 
@@ -172,7 +164,7 @@ static int run_one(unsigned n, const struct test *t)
 	}
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
 		printf("ok %u - %s # %.1f ms\n", n, t->name,
-		       (double)(test_now_ns() - start) / 1e6);
+		       (double)(region_now_ns() - start) / 1e6);
 		return 0;
 	}
 	if (WIFEXITED(status) && WEXITSTATUS(status) == TEST_SKIP_STATUS) {

@@ -12,25 +12,27 @@
 #include <string.h>
 #include <sys/types.h>
 
-#define TEST_IMPL(name)                                                       \
-	int run_test_##name(void);                                            \
+#include <intrfs/region.h>
+
+#define TEST_IMPL(name)            \
+	int run_test_##name(void); \
 	int run_test_##name(void)
 
-#define TEST__FAIL(...)                                                       \
-	do {                                                                  \
-		fprintf(stderr, "%s:%d: ", __FILE__, __LINE__);               \
-		fprintf(stderr, __VA_ARGS__);                                 \
-		fputc('\n', stderr);                                          \
-		fflush(stderr);                                               \
-		abort();                                                      \
+#define TEST__FAIL(...)                                         \
+	do {                                                    \
+		fprintf(stderr, "%s:%d: ", __FILE__, __LINE__); \
+		fprintf(stderr, __VA_ARGS__);                   \
+		fputc('\n', stderr);                            \
+		fflush(stderr);                                 \
+		abort();                                        \
 	} while (0)
 
-#define TEST__CMP(a, op, b)                                                   \
-	do {                                                                  \
-		long long a_ = (long long)(a), b_ = (long long)(b);           \
-		if (!(a_ op b_))                                              \
-			TEST__FAIL("ASSERT(%s %s %s) failed: %lld %s %lld",   \
-				   #a, #op, #b, a_, #op, b_);                 \
+#define TEST__CMP(a, op, b)                                                 \
+	do {                                                                \
+		long long a_ = (long long)(a), b_ = (long long)(b);         \
+		if (!(a_ op b_))                                            \
+			TEST__FAIL("ASSERT(%s %s %s) failed: %lld %s %lld", \
+				   #a, #op, #b, a_, #op, b_);               \
 	} while (0)
 
 #define ASSERT_EQ(a, b) TEST__CMP(a, ==, b)
@@ -40,21 +42,21 @@
 #define ASSERT_GT(a, b) TEST__CMP(a, >, b)
 #define ASSERT_GE(a, b) TEST__CMP(a, >=, b)
 
-#define ASSERT(x)                                                             \
-	do {                                                                  \
-		if (!(x))                                                     \
-			TEST__FAIL("ASSERT(%s) failed", #x);                  \
+#define ASSERT(x)                                            \
+	do {                                                 \
+		if (!(x))                                    \
+			TEST__FAIL("ASSERT(%s) failed", #x); \
 	} while (0)
 
 #define ASSERT_NOT_NULL(p) ASSERT((p) != NULL)
 
 /* Skips the running test (exit 77, as automake and libfuse's tests do). */
 #define TEST_SKIP_STATUS 77
-#define TEST_SKIP(...)                                                        \
-	do {                                                                  \
-		fprintf(stderr, "SKIP: " __VA_ARGS__);                        \
-		fputc('\n', stderr);                                          \
-		exit(TEST_SKIP_STATUS);                                       \
+#define TEST_SKIP(...)                                 \
+	do {                                           \
+		fprintf(stderr, "SKIP: " __VA_ARGS__); \
+		fputc('\n', stderr);                   \
+		exit(TEST_SKIP_STATUS);                \
 	} while (0)
 
 #define ASSERT_STR_EQ(a, b)                                                   \
@@ -66,17 +68,16 @@
 				   #a, #b, a_, b_);                           \
 	} while (0)
 
-#define ASSERT_CONTAINS(hay, needle)                                          \
-	do {                                                                  \
-		const char *h_ = (hay), *n_ = (needle);                       \
-		if (!h_ || !strstr(h_, n_))                                   \
-			TEST__FAIL("ASSERT_CONTAINS(%s, %s) failed: \"%s\" "  \
-				   "does not contain \"%s\"",                 \
-				   #hay, #needle, h_ ? h_ : "(null)", n_);    \
+#define ASSERT_CONTAINS(hay, needle)                                         \
+	do {                                                                 \
+		const char *h_ = (hay), *n_ = (needle);                      \
+		if (!h_ || !strstr(h_, n_))                                  \
+			TEST__FAIL("ASSERT_CONTAINS(%s, %s) failed: \"%s\" " \
+				   "does not contain \"%s\"",                \
+				   #hay, #needle, h_ ? h_ : "(null)", n_);   \
 	} while (0)
 
 /* Helpers shared by tests (runner.c). */
-uint64_t test_now_ns(void);
 void test_sleep_ms(unsigned ms);
 /* SIGSTOP, then wait until every thread of pid has stopped. */
 void test_stop_process(pid_t pid);

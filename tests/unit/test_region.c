@@ -18,7 +18,7 @@
 
 /* Expected outcome of an interrupt for one wait. */
 enum outcome {
-	NOW,   /* the wait returns -EINTR */
+	NOW, /* the wait returns -EINTR */
 	LATER, /* the wait completes; the next same-mode wait after the
 		* regions end returns -EINTR */
 	NEVER, /* the wait completes and a same-mode wait after the regions
@@ -42,42 +42,42 @@ static const struct table_row {
 	enum outcome percall, region, sigmask;
 } table[] = {
 	/* No region: the per-call mode decides under every policy. */
-	{"", I, NRM, NOW, NOW, NOW},
-	{"", I, FTL, NOW, NOW, NOW},
-	{"", K, NRM, NEVER, NEVER, NEVER},
-	{"", K, FTL, NOW, NOW, NOW},
-	{"", U, NRM, NEVER, NEVER, NEVER},
-	{"", U, FTL, NEVER, NEVER, NEVER},
+	{ "", I, NRM, NOW, NOW, NOW },
+	{ "", I, FTL, NOW, NOW, NOW },
+	{ "", K, NRM, NEVER, NEVER, NEVER },
+	{ "", K, FTL, NOW, NOW, NOW },
+	{ "", U, NRM, NEVER, NEVER, NEVER },
+	{ "", U, FTL, NEVER, NEVER, NEVER },
 	/* One uninterruptible region: the seed's bug under percall. */
-	{"U", I, NRM, NOW, LATER, LATER},
-	{"U", I, FTL, NOW, LATER, LATER},
-	{"U", K, FTL, NOW, LATER, LATER},
-	{"U", K, NRM, NEVER, NEVER, NEVER},
-	{"U", U, FTL, NEVER, NEVER, NEVER},
+	{ "U", I, NRM, NOW, LATER, LATER },
+	{ "U", I, FTL, NOW, LATER, LATER },
+	{ "U", K, FTL, NOW, LATER, LATER },
+	{ "U", K, NRM, NEVER, NEVER, NEVER },
+	{ "U", U, FTL, NEVER, NEVER, NEVER },
 	/* One killable region: only fatal interrupts get through. */
-	{"K", I, NRM, NOW, LATER, LATER},
-	{"K", I, FTL, NOW, NOW, NOW},
-	{"K", K, FTL, NOW, NOW, NOW},
-	{"K", K, NRM, NEVER, NEVER, NEVER},
-	{"K", U, FTL, NEVER, NEVER, NEVER},
+	{ "K", I, NRM, NOW, LATER, LATER },
+	{ "K", I, FTL, NOW, NOW, NOW },
+	{ "K", K, FTL, NOW, NOW, NOW },
+	{ "K", K, NRM, NEVER, NEVER, NEVER },
+	{ "K", U, FTL, NEVER, NEVER, NEVER },
 	/* Mixed nesting: an inner region never loosens an outer one. */
-	{"UK", I, FTL, NOW, LATER, LATER},
-	{"UK", K, FTL, NOW, LATER, LATER},
-	{"UK", I, NRM, NOW, LATER, LATER},
-	{"KU", I, FTL, NOW, LATER, LATER},
-	{"KU", I, NRM, NOW, LATER, LATER},
-	{"UKU", I, FTL, NOW, LATER, LATER},
-	{"UKU", K, FTL, NOW, LATER, LATER},
-	{"KUK", I, FTL, NOW, LATER, LATER},
-	{"KUK", I, NRM, NOW, LATER, LATER},
-	{"KKK", I, FTL, NOW, NOW, NOW},
-	{"KKK", I, NRM, NOW, LATER, LATER},
-	{"UUU", I, NRM, NOW, LATER, LATER},
-	{"UUU", K, FTL, NOW, LATER, LATER},
-	{"KKU", U, FTL, NEVER, NEVER, NEVER},
-	{"KUU", K, NRM, NEVER, NEVER, NEVER},
-	{"KKKK", K, FTL, NOW, NOW, NOW},
-	{"UKUK", K, FTL, NOW, LATER, LATER},
+	{ "UK", I, FTL, NOW, LATER, LATER },
+	{ "UK", K, FTL, NOW, LATER, LATER },
+	{ "UK", I, NRM, NOW, LATER, LATER },
+	{ "KU", I, FTL, NOW, LATER, LATER },
+	{ "KU", I, NRM, NOW, LATER, LATER },
+	{ "UKU", I, FTL, NOW, LATER, LATER },
+	{ "UKU", K, FTL, NOW, LATER, LATER },
+	{ "KUK", I, FTL, NOW, LATER, LATER },
+	{ "KUK", I, NRM, NOW, LATER, LATER },
+	{ "KKK", I, FTL, NOW, NOW, NOW },
+	{ "KKK", I, NRM, NOW, LATER, LATER },
+	{ "UUU", I, NRM, NOW, LATER, LATER },
+	{ "UUU", K, FTL, NOW, LATER, LATER },
+	{ "KKU", U, FTL, NEVER, NEVER, NEVER },
+	{ "KUU", K, NRM, NEVER, NEVER, NEVER },
+	{ "KKKK", K, FTL, NOW, NOW, NOW },
+	{ "UKUK", K, FTL, NOW, LATER, LATER },
 };
 
 static void begin_stack(const char *stack)
@@ -123,8 +123,8 @@ static void *table_worker(void *arg)
 	if (tc->when == BEFORE_WAIT)
 		sem_wait(&tc->raised);
 	begin_stack(tc->row->stack);
-	tc->r1 = task_wait_fd(tc->pipefd[0], POLLIN, tc->row->mode,
-			      2000000000, NULL);
+	tc->r1 = task_wait_fd(tc->pipefd[0], POLLIN, tc->row->mode, 2000000000,
+			      NULL);
 	if (tc->r1 == 0 && read(tc->pipefd[0], &byte, 1) != 1)
 		tc->r1 = -EIO;
 	end_stack(tc->row->stack);
@@ -137,14 +137,14 @@ static void *table_worker(void *arg)
 
 static void wait_until_waiting(task_t *t)
 {
-	uint64_t end = test_now_ns() + 2000000000u;
+	uint64_t end = region_now_ns() + 2000000000u;
 	struct task_info ti;
 
 	for (;;) {
 		task_snapshot(t, &ti);
 		if (ti.waiting)
 			return;
-		ASSERT_LT(test_now_ns(), end);
+		ASSERT_LT(region_now_ns(), end);
 		usleep(100);
 	}
 }
@@ -155,7 +155,7 @@ static void run_table_case(struct table_case *tc)
 	enum outcome want = tc->policy == REGION_POLICY_PERCALL ? row->percall :
 			    tc->policy == REGION_POLICY_REGION	? row->region :
 								  row->sigmask;
-	struct task_attr attr = {"table", tc->policy, NULL};
+	struct task_attr attr = { "table", tc->policy, NULL };
 	struct task_info ti;
 	pthread_t th;
 
@@ -200,21 +200,22 @@ static void run_table_case(struct table_case *tc)
 
 TEST_IMPL(region_interrupt_table)
 {
-	static const enum region_policy policies[] = {
-		REGION_POLICY_PERCALL, REGION_POLICY_REGION,
-		REGION_POLICY_SIGMASK};
+	static const enum region_policy policies[] = { REGION_POLICY_PERCALL,
+						       REGION_POLICY_REGION,
+						       REGION_POLICY_SIGMASK };
 	unsigned cases = 0;
 
 	for (size_t r = 0; r < sizeof(table) / sizeof(table[0]); r++)
 		for (unsigned p = 0; p < 3; p++)
 			for (int w = BEFORE_WAIT; w <= DURING_WAIT; w++) {
-				struct table_case tc = {0};
+				struct table_case tc = { 0 };
 
 				tc.row = &table[r];
 				tc.policy = policies[p];
 				tc.when = (enum when)w;
-				fprintf(stderr, "case: stack \"%s\" mode %s "
-						"kind %s policy %s %s\n",
+				fprintf(stderr,
+					"case: stack \"%s\" mode %s "
+					"kind %s policy %s %s\n",
 					table[r].stack,
 					task_mode_name(table[r].mode),
 					table[r].kind == NRM ? "normal" :
@@ -262,8 +263,9 @@ static void *unwind_worker(void *arg)
 TEST_IMPL(region_inner_end_keeps_outer)
 {
 	for (int p = REGION_POLICY_REGION; p <= REGION_POLICY_SIGMASK; p++) {
-		struct task_attr attr = {"unwind", (enum region_policy)p, NULL};
-		struct unwind_arg ua = {(enum region_policy)p, NULL, {0}};
+		struct task_attr attr = { "unwind", (enum region_policy)p,
+					  NULL };
+		struct unwind_arg ua = { (enum region_policy)p, NULL, { 0 } };
 		pthread_t th;
 
 		ua.task = task_create(&attr);
@@ -301,7 +303,7 @@ static void *stats_worker(void *arg)
 
 TEST_IMPL(region_stats_deferral)
 {
-	struct task_attr attr = {"stats", REGION_POLICY_REGION, NULL};
+	struct task_attr attr = { "stats", REGION_POLICY_REGION, NULL };
 	struct region_stats before, after;
 	task_t *t = task_create(&attr);
 	struct task_info ti;
@@ -349,7 +351,7 @@ static void record_event(const struct region_event *ev, void *arg)
 
 TEST_IMPL(region_events)
 {
-	struct task_attr attr = {"events", REGION_POLICY_REGION, NULL};
+	struct task_attr attr = { "events", REGION_POLICY_REGION, NULL };
 	task_t *t = task_create(&attr);
 	int rc;
 
@@ -394,7 +396,7 @@ static bool blocked(int sig)
 
 TEST_IMPL(region_sigmask_masks)
 {
-	struct task_attr attr = {"sigmask", REGION_POLICY_SIGMASK, NULL};
+	struct task_attr attr = { "sigmask", REGION_POLICY_SIGMASK, NULL };
 	int nrm = region_sigmask_signal(TASK_INTR_NORMAL);
 	int ftl = region_sigmask_signal(TASK_INTR_FATAL);
 	task_t *t = task_create(&attr);
@@ -468,7 +470,7 @@ static void capture_report(const char *msg, void *arg)
 
 TEST_IMPL(region_leave_inside_region_reported)
 {
-	struct task_attr attr = {"leaky", REGION_POLICY_SIGMASK, NULL};
+	struct task_attr attr = { "leaky", REGION_POLICY_SIGMASK, NULL };
 	struct region_stats before, after;
 	task_t *t = task_create(&attr);
 	struct task_info ti;
@@ -517,7 +519,7 @@ static void *watchdog_worker(void *arg)
 
 TEST_IMPL(region_watchdog_reports)
 {
-	struct task_attr attr = {"hung", REGION_POLICY_REGION, NULL};
+	struct task_attr attr = { "hung", REGION_POLICY_REGION, NULL };
 	task_t *t = task_create(&attr);
 	pthread_t th;
 
@@ -567,8 +569,8 @@ static void *lock_worker(void *arg)
 TEST_IMPL(region_mutex)
 {
 	task_mutex_t m = TASK_MUTEX_INITIALIZER;
-	struct task_attr attr = {"locker", REGION_POLICY_REGION, NULL};
-	struct lock_arg la = {.m = &m, .mode = TASK_INTERRUPTIBLE, .rc = 1};
+	struct task_attr attr = { "locker", REGION_POLICY_REGION, NULL };
+	struct lock_arg la = { .m = &m, .mode = TASK_INTERRUPTIBLE, .rc = 1 };
 	pthread_t th;
 	int rc;
 
@@ -628,8 +630,10 @@ TEST_IMPL(region_cond)
 {
 	task_mutex_t m = TASK_MUTEX_INITIALIZER;
 	task_cond_t c = TASK_COND_INITIALIZER;
-	struct task_attr attr = {"waiter", REGION_POLICY_REGION, NULL};
-	struct lock_arg la = {.m = &m, .c = &c, .mode = TASK_INTERRUPTIBLE, .rc = 1};
+	struct task_attr attr = { "waiter", REGION_POLICY_REGION, NULL };
+	struct lock_arg la = {
+		.m = &m, .c = &c, .mode = TASK_INTERRUPTIBLE, .rc = 1
+	};
 	pthread_t th;
 
 	sem_init(&la.started, 0, 0);
@@ -666,7 +670,8 @@ TEST_IMPL(region_no_task)
 	region_depths(&u, &k);
 	ASSERT_EQ(u, 1);
 	ASSERT_EQ(k, 1);
-	ASSERT_EQ(task_effective_mode(TASK_INTERRUPTIBLE), TASK_UNINTERRUPTIBLE);
+	ASSERT_EQ(task_effective_mode(TASK_INTERRUPTIBLE),
+		  TASK_UNINTERRUPTIBLE);
 	rc = task_sleep(1000000, TASK_INTERRUPTIBLE);
 	ASSERT_EQ(rc, 0);
 	region_end_uninterruptible();
@@ -707,9 +712,9 @@ static int find_task(const struct task_info *ti, void *arg)
 
 TEST_IMPL(region_introspection)
 {
-	struct task_attr attr = {"shown", REGION_POLICY_REGION, NULL};
-	struct lock_arg la = {0};
-	struct task_info ti = {0};
+	struct task_attr attr = { "shown", REGION_POLICY_REGION, NULL };
+	struct lock_arg la = { 0 };
+	struct task_info ti = { 0 };
 	pthread_t th;
 
 	la.task = task_create(&attr);

@@ -29,7 +29,7 @@ struct plan {
 	char stack[4]; /* outermost first, 'U' or 'K' */
 	enum task_mode mode;
 	enum wait_kind wait;
-	unsigned intr;	/* 0, or the kind raised */
+	unsigned intr; /* 0, or the kind raised */
 	unsigned delay; /* spin iterations before raising */
 	bool deliverable;
 };
@@ -177,14 +177,14 @@ static int do_wait(struct shared *s, const struct plan *p)
 TEST_IMPL(region_stress)
 {
 	static struct shared s;
-	unsigned counts[3] = {0, 0, 0}; /* now, later, none */
+	unsigned counts[3] = { 0, 0, 0 }; /* now, later, none */
 	pthread_t th;
 	int rounds = ROUNDS;
 	const char *env = getenv("INTRFS_STRESS_ROUNDS");
 
 	if (env)
 		rounds = atoi(env);
-	rng_state = test_now_ns() | 1;
+	rng_state = region_now_ns() | 1;
 	fprintf(stderr, "seed %" PRIu64 ", %d rounds\n", rng_state, rounds);
 	sem_init(&s.go, 0, 0);
 	sem_init(&s.done, 0, 0);
@@ -194,8 +194,9 @@ TEST_IMPL(region_stress)
 	ASSERT_EQ(pthread_create(&th, NULL, interrupter, &s), 0);
 
 	for (int r = 0; r < rounds; r++) {
-		struct task_attr attr = {"stress", REGION_POLICY_REGION, NULL};
-		struct plan p = {0};
+		struct task_attr attr = { "stress", REGION_POLICY_REGION,
+					  NULL };
+		struct plan p = { 0 };
 		unsigned depth = (unsigned)(rnd() % 4);
 		enum task_mode eff;
 		int rc, later;
@@ -214,7 +215,8 @@ TEST_IMPL(region_stress)
 		ASSERT_NOT_NULL(s.task);
 		task_enter(s.task);
 		if (p.wait == W_MUTEX)
-			task_mutex_lock_nofail(&s.m); /* the interrupter frees it */
+			task_mutex_lock_nofail(
+				&s.m); /* the interrupter frees it */
 		s.plan = p;
 		sem_post(&s.go);
 		begin_stack(p.stack);
@@ -242,8 +244,9 @@ TEST_IMPL(region_stress)
 	s.stop = true;
 	sem_post(&s.go);
 	pthread_join(th, NULL);
-	fprintf(stderr, "delivered at once %u, deferred then delivered %u, "
-			"no interrupt delivered %u\n",
+	fprintf(stderr,
+		"delivered at once %u, deferred then delivered %u, "
+		"no interrupt delivered %u\n",
 		counts[0], counts[1], counts[2]);
 	/* Every class of outcome really happened. */
 	ASSERT_GT(counts[0], (unsigned)rounds / 20);

@@ -64,7 +64,7 @@ static struct nc_xprt *make_xprt(uint16_t port, const struct nc_opts *o,
 
 static task_t *enter_task(enum region_policy policy)
 {
-	struct task_attr attr = {"xprt-test", policy, NULL};
+	struct task_attr attr = { "xprt-test", policy, NULL };
 	task_t *t = task_create(&attr);
 
 	ASSERT_NOT_NULL(t);
@@ -81,17 +81,17 @@ static void leave_task(task_t *t)
 /* An ECHO call of in, its reply into out. */
 static struct nc_rpc echo_rpc(struct blob *in, struct blob *out)
 {
-	return (struct nc_rpc){.proc = FAKE_ECHO,
-			       .xargs = NC_XDRPROC(xdr_blob),
-			       .argp = in,
-			       .xres = NC_XDRPROC(xdr_blob),
-			       .resp = out};
+	return (struct nc_rpc){ .proc = FAKE_ECHO,
+				.xargs = NC_XDRPROC(xdr_blob),
+				.argp = in,
+				.xres = NC_XDRPROC(xdr_blob),
+				.resp = out };
 }
 
 /* An ECHO of len bytes; checks the bytes that come back. */
 static int echo(struct nc_xprt *x, size_t len)
 {
-	struct blob in = {malloc(len + 1), (u_int)len}, out = {NULL, 0};
+	struct blob in = { malloc(len + 1), (u_int)len }, out = { NULL, 0 };
 	struct nc_rpc r = echo_rpc(&in, &out);
 	int rc;
 
@@ -114,11 +114,12 @@ static uint64_t stat_of(_Atomic uint64_t *v)
 
 TEST_IMPL(xprt_echo_sizes)
 {
-	static const size_t sizes[] = {0, 1, 3, 4096, 65535, 262144,
-				       NC_MAX_IO};
+	static const size_t sizes[] = {
+		0, 1, 3, 4096, 65535, 262144, NC_MAX_IO
+	};
 	struct fake_rpc *f = fake_rpc_start(0);
 	struct nc_opts o = opts_of(NC_HARD, NC_KILLABLE, 600, 2);
-	struct nc_xstats st = {0};
+	struct nc_xstats st = { 0 };
 	task_t *t = enter_task(REGION_POLICY_REGION);
 	struct nc_xprt *x = make_xprt(fake_rpc_port(f), &o, &st);
 
@@ -140,10 +141,10 @@ TEST_IMPL(xprt_echo_sizes)
  */
 TEST_IMPL(xprt_tail_sizes)
 {
-	static const size_t sizes[] = {1, 2, 3, 4, 5, 4097, 65537, NC_MAX_IO};
+	static const size_t sizes[] = { 1, 2, 3, 4, 5, 4097, 65537, NC_MAX_IO };
 	struct fake_rpc *f = fake_rpc_start(0);
 	struct nc_opts o = opts_of(NC_HARD, NC_KILLABLE, 600, 2);
-	struct nc_xstats st = {0};
+	struct nc_xstats st = { 0 };
 	task_t *t = enter_task(REGION_POLICY_REGION);
 	struct nc_xprt *x = make_xprt(fake_rpc_port(f), &o, &st);
 	char *data = malloc(NC_MAX_IO);
@@ -152,7 +153,7 @@ TEST_IMPL(xprt_tail_sizes)
 	for (size_t i = 0; i < NC_MAX_IO; i++)
 		data[i] = (char)(i * 13 + 1);
 	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
-		struct blob in = {NULL, 0}, out = {NULL, 0};
+		struct blob in = { NULL, 0 }, out = { NULL, 0 };
 		struct nc_rpc r = echo_rpc(&in, &out);
 
 		r.tail = data;
@@ -176,7 +177,7 @@ TEST_IMPL(xprt_batch_in_flight)
 {
 	struct fake_rpc *f = fake_rpc_start(0);
 	struct nc_opts o = opts_of(NC_HARD, NC_KILLABLE, 600, 2);
-	struct nc_xstats st = {0};
+	struct nc_xstats st = { 0 };
 	task_t *t = enter_task(REGION_POLICY_REGION);
 	struct nc_xprt *x = make_xprt(fake_rpc_port(f), &o, &st);
 	struct blob in[32], out[32];
@@ -192,9 +193,9 @@ TEST_IMPL(xprt_batch_in_flight)
 		out[i].len = 0;
 		r[i] = echo_rpc(&in[i], &out[i]);
 	}
-	t0 = test_now_ns();
+	t0 = region_now_ns();
 	ASSERT_EQ(nc_xprt_batch(x, r, 32), 0);
-	ASSERT_LT(test_now_ns() - t0, 2000000000u); /* not 32 * 200 ms */
+	ASSERT_LT(region_now_ns() - t0, 2000000000u); /* not 32 * 200 ms */
 	for (unsigned i = 0; i < 32; i++) {
 		ASSERT_EQ(r[i].rc, 0);
 		ASSERT_EQ(out[i].len, 8);
@@ -218,7 +219,7 @@ static void on_sent(void *arg)
 	struct sent_seen *s = arg;
 
 	s->calls++;
-	s->at_ns = test_now_ns();
+	s->at_ns = region_now_ns();
 }
 
 /*
@@ -230,11 +231,11 @@ TEST_IMPL(xprt_batch_notify_sent)
 {
 	struct fake_rpc *f = fake_rpc_start(0);
 	struct nc_opts o = opts_of(NC_HARD, NC_KILLABLE, 600, 2);
-	struct nc_xstats st = {0};
+	struct nc_xstats st = { 0 };
 	task_t *t = enter_task(REGION_POLICY_REGION);
 	struct nc_xprt *x = make_xprt(fake_rpc_port(f), &o, &st);
-	struct sent_seen seen = {0};
-	struct nc_sent_notify sent = {on_sent, &seen};
+	struct sent_seen seen = { 0 };
+	struct nc_sent_notify sent = { on_sent, &seen };
 	struct blob in[4], out[4];
 	struct nc_rpc r[4];
 	uint64_t t0, took;
@@ -247,9 +248,9 @@ TEST_IMPL(xprt_batch_notify_sent)
 		out[i].len = 0;
 		r[i] = echo_rpc(&in[i], &out[i]);
 	}
-	t0 = test_now_ns();
+	t0 = region_now_ns();
 	ASSERT_EQ(nc_xprt_batch_notify(x, r, 4, &sent), 0);
-	took = test_now_ns() - t0;
+	took = region_now_ns() - t0;
 	ASSERT_EQ(seen.calls, 1);
 	ASSERT_LT(seen.at_ns - t0, 150000000u);
 	ASSERT_GE(took, 300000000u);
@@ -283,7 +284,7 @@ TEST_IMPL(xprt_retransmit_same_xid)
 {
 	struct fake_rpc *f = fake_rpc_start(0);
 	struct nc_opts o = opts_of(NC_HARD, NC_KILLABLE, 1, 2); /* 100 ms */
-	struct nc_xstats st = {0};
+	struct nc_xstats st = { 0 };
 	task_t *t = enter_task(REGION_POLICY_REGION);
 	struct nc_xprt *x = make_xprt(fake_rpc_port(f), &o, &st);
 	struct fake_seen seen[4];
@@ -330,8 +331,8 @@ static const struct timeout_case {
 	enum nc_timeo_mode mode;
 	int want;
 } timeout_cases[] = {
-	{NC_SOFT, -EIO},
-	{NC_SOFTERR, -ETIMEDOUT},
+	{ NC_SOFT, -EIO },
+	{ NC_SOFTERR, -ETIMEDOUT },
 };
 
 TEST_IMPL(xprt_major_timeout_soft)
@@ -339,18 +340,18 @@ TEST_IMPL(xprt_major_timeout_soft)
 	for (size_t i = 0; i < 2; i++) {
 		struct fake_rpc *f = fake_rpc_start(0);
 		/* timeo=1 retrans=2: 100 + 200 + 300 ms, then give up. */
-		struct nc_opts o = opts_of(timeout_cases[i].mode, NC_KILLABLE,
-					   1, 2);
-		struct nc_xstats st = {0};
+		struct nc_opts o =
+			opts_of(timeout_cases[i].mode, NC_KILLABLE, 1, 2);
+		struct nc_xstats st = { 0 };
 		task_t *t = enter_task(REGION_POLICY_REGION);
 		struct nc_xprt *x = make_xprt(fake_rpc_port(f), &o, &st);
 		uint64_t t0;
 
 		fake_rpc_set(f, FAKE_DROP, 1000);
-		t0 = test_now_ns();
+		t0 = region_now_ns();
 		ASSERT_EQ(echo(x, 10), timeout_cases[i].want);
-		ASSERT_GE(test_now_ns() - t0, 550000000u);
-		ASSERT_LT(test_now_ns() - t0, 3000000000u);
+		ASSERT_GE(region_now_ns() - t0, 550000000u);
+		ASSERT_LT(region_now_ns() - t0, 3000000000u);
 		ASSERT_EQ(fake_rpc_seen(f, NULL, 0), 3); /* 1 + retrans */
 		ASSERT_EQ(stat_of(&st.major_timeouts), 1);
 		ASSERT_EQ(stat_of(&st.retransmits), 2);
@@ -365,7 +366,7 @@ TEST_IMPL(xprt_major_timeout_hard)
 {
 	struct fake_rpc *f = fake_rpc_start(0);
 	struct nc_opts o = opts_of(NC_HARD, NC_KILLABLE, 1, 1);
-	struct nc_xstats st = {0};
+	struct nc_xstats st = { 0 };
 	task_t *t = enter_task(REGION_POLICY_REGION);
 	struct nc_xprt *x = make_xprt(fake_rpc_port(f), &o, &st);
 	char path[64], log[4096];
@@ -393,7 +394,7 @@ TEST_IMPL(xprt_bad_replies)
 {
 	struct fake_rpc *f = fake_rpc_start(0);
 	struct nc_opts o = opts_of(NC_HARD, NC_KILLABLE, 1, 2);
-	struct nc_xstats st = {0};
+	struct nc_xstats st = { 0 };
 	task_t *t = enter_task(REGION_POLICY_REGION);
 	struct nc_xprt *x = make_xprt(fake_rpc_port(f), &o, &st);
 
@@ -436,15 +437,15 @@ TEST_IMPL(xprt_garbage_soft)
 {
 	struct fake_rpc *f = fake_rpc_start(0);
 	struct nc_opts o = opts_of(NC_SOFTERR, NC_KILLABLE, 50, 2);
-	struct nc_xstats st = {0};
+	struct nc_xstats st = { 0 };
 	task_t *t = enter_task(REGION_POLICY_REGION);
 	struct nc_xprt *x = make_xprt(fake_rpc_port(f), &o, &st);
-	uint64_t t0 = test_now_ns();
+	uint64_t t0 = region_now_ns();
 
 	fake_rpc_set(f, FAKE_OVERSIZE, 1);
 	ASSERT_EQ(echo(x, 10), -EPROTO);
 	/* timeo is 5 s: this was not a timeout. */
-	ASSERT_LT(test_now_ns() - t0, 1000000000ull);
+	ASSERT_LT(region_now_ns() - t0, 1000000000ull);
 	ASSERT_EQ(stat_of(&st.major_timeouts), 0);
 	ASSERT_EQ(echo(x, 10), 0);
 	nc_xprt_destroy(x);
@@ -470,8 +471,8 @@ static void *start_late(void *arg)
 TEST_IMPL(xprt_connect_refused)
 {
 	struct fake_rpc *f = fake_rpc_start(0);
-	struct late_server ls = {fake_rpc_port(f), NULL};
-	struct nc_xstats st = {0};
+	struct late_server ls = { fake_rpc_port(f), NULL };
+	struct nc_xstats st = { 0 };
 	struct nc_opts soft = opts_of(NC_SOFT, NC_KILLABLE, 10, 1);
 	struct nc_opts hard = opts_of(NC_HARD, NC_KILLABLE, 10, 1);
 	task_t *t = enter_task(REGION_POLICY_REGION);
@@ -481,17 +482,17 @@ TEST_IMPL(xprt_connect_refused)
 
 	fake_rpc_stop(f); /* nothing listens on the port now */
 	x = make_xprt(ls.port, &soft, &st);
-	t0 = test_now_ns();
+	t0 = region_now_ns();
 	ASSERT_EQ(echo(x, 1), -ECONNREFUSED);
-	ASSERT_LT(test_now_ns() - t0, 500000000u);
+	ASSERT_LT(region_now_ns() - t0, 500000000u);
 	nc_xprt_destroy(x);
 
 	/* Hard: keeps trying, with backoff, until the server is there. */
 	x = make_xprt(ls.port, &hard, &st);
 	ASSERT_EQ(pthread_create(&th, NULL, start_late, &ls), 0);
-	t0 = test_now_ns();
+	t0 = region_now_ns();
 	ASSERT_EQ(echo(x, 1), 0);
-	ASSERT_GE(test_now_ns() - t0, 350000000u);
+	ASSERT_GE(region_now_ns() - t0, 350000000u);
 	pthread_join(th, NULL);
 	ASSERT_NOT_NULL(ls.f);
 	ASSERT_EQ(fake_rpc_conns(ls.f), 1);
@@ -507,11 +508,11 @@ static const struct reply_case {
 	enum task_intr kind;
 	int want;
 } reply_cases[] = {
-	{NC_INTR, TASK_INTR_NORMAL, -EINTR},
-	{NC_INTR, TASK_INTR_FATAL, -EINTR},
-	{NC_KILLABLE, TASK_INTR_NORMAL, 0},
-	{NC_KILLABLE, TASK_INTR_FATAL, -EINTR},
-	{NC_NOINTR, TASK_INTR_FATAL, 0},
+	{ NC_INTR, TASK_INTR_NORMAL, -EINTR },
+	{ NC_INTR, TASK_INTR_FATAL, -EINTR },
+	{ NC_KILLABLE, TASK_INTR_NORMAL, 0 },
+	{ NC_KILLABLE, TASK_INTR_FATAL, -EINTR },
+	{ NC_NOINTR, TASK_INTR_FATAL, 0 },
 };
 
 struct waiter_arg {
@@ -537,9 +538,10 @@ TEST_IMPL(xprt_interrupt_reply_wait)
 		const struct reply_case *rc = &reply_cases[i];
 		struct fake_rpc *f = fake_rpc_start(0);
 		struct nc_opts o = opts_of(NC_HARD, rc->mode, 600, 2);
-		struct nc_xstats st = {0};
-		struct task_attr attr = {"waiter", REGION_POLICY_REGION, NULL};
-		struct waiter_arg w = {NULL, NULL, 1};
+		struct nc_xstats st = { 0 };
+		struct task_attr attr = { "waiter", REGION_POLICY_REGION,
+					  NULL };
+		struct waiter_arg w = { NULL, NULL, 1 };
 		pthread_t th;
 
 		fake_rpc_set(f, FAKE_DELAY_MS, 300);
@@ -568,7 +570,7 @@ TEST_IMPL(xprt_interrupt_reply_wait)
  */
 enum send_outcome {
 	COMPLETES, /* the record goes out whole, the call succeeds */
-	RESET,	   /* -EINTR, and the connection is reset */
+	RESET, /* -EINTR, and the connection is reset */
 };
 
 static const struct send_case {
@@ -578,21 +580,21 @@ static const struct send_case {
 	enum send_outcome want;
 } send_cases[] = {
 	/* percall: the interruptible send decides, whatever the mount says. */
-	{REGION_POLICY_PERCALL, 'K', TASK_INTR_NORMAL, RESET},
-	{REGION_POLICY_PERCALL, 'U', TASK_INTR_NORMAL, RESET},
-	{REGION_POLICY_PERCALL, 0, TASK_INTR_NORMAL, RESET},
-	{REGION_POLICY_PERCALL, 'U', TASK_INTR_FATAL, RESET},
+	{ REGION_POLICY_PERCALL, 'K', TASK_INTR_NORMAL, RESET },
+	{ REGION_POLICY_PERCALL, 'U', TASK_INTR_NORMAL, RESET },
+	{ REGION_POLICY_PERCALL, 0, TASK_INTR_NORMAL, RESET },
+	{ REGION_POLICY_PERCALL, 'U', TASK_INTR_FATAL, RESET },
 	/* region: the mount's region and the send's own killable region. */
-	{REGION_POLICY_REGION, 'K', TASK_INTR_NORMAL, COMPLETES},
-	{REGION_POLICY_REGION, 'K', TASK_INTR_FATAL, RESET},
-	{REGION_POLICY_REGION, 'U', TASK_INTR_NORMAL, COMPLETES},
-	{REGION_POLICY_REGION, 'U', TASK_INTR_FATAL, COMPLETES},
-	{REGION_POLICY_REGION, 0, TASK_INTR_NORMAL, COMPLETES},
-	{REGION_POLICY_REGION, 0, TASK_INTR_FATAL, RESET},
+	{ REGION_POLICY_REGION, 'K', TASK_INTR_NORMAL, COMPLETES },
+	{ REGION_POLICY_REGION, 'K', TASK_INTR_FATAL, RESET },
+	{ REGION_POLICY_REGION, 'U', TASK_INTR_NORMAL, COMPLETES },
+	{ REGION_POLICY_REGION, 'U', TASK_INTR_FATAL, COMPLETES },
+	{ REGION_POLICY_REGION, 0, TASK_INTR_NORMAL, COMPLETES },
+	{ REGION_POLICY_REGION, 0, TASK_INTR_FATAL, RESET },
 	/* sigmask: as region, through real signal masks. */
-	{REGION_POLICY_SIGMASK, 'K', TASK_INTR_NORMAL, COMPLETES},
-	{REGION_POLICY_SIGMASK, 'K', TASK_INTR_FATAL, RESET},
-	{REGION_POLICY_SIGMASK, 'U', TASK_INTR_FATAL, COMPLETES},
+	{ REGION_POLICY_SIGMASK, 'K', TASK_INTR_NORMAL, COMPLETES },
+	{ REGION_POLICY_SIGMASK, 'K', TASK_INTR_FATAL, RESET },
+	{ REGION_POLICY_SIGMASK, 'U', TASK_INTR_FATAL, COMPLETES },
 };
 
 #define BIG_SEND (16u << 20)
@@ -608,9 +610,12 @@ struct sender {
 static void *sender_main(void *arg)
 {
 	struct sender *s = arg;
-	struct blob in = {calloc(1, BIG_SEND), BIG_SEND};
-	struct nc_rpc r = {FAKE_SINK, NC_XDRPROC(xdr_blob), &in, NC_XDRPROC(xdr_void),
-			   NULL, NULL, 0, NULL, NULL, 0};
+	struct blob in = { calloc(1, BIG_SEND), BIG_SEND };
+	struct nc_rpc r = { FAKE_SINK, NC_XDRPROC(xdr_blob),
+			    &in,       NC_XDRPROC(xdr_void),
+			    NULL,      NULL,
+			    0,	       NULL,
+			    NULL,      0 };
 
 	task_enter(s->task);
 	if (s->sc->region == 'K')
@@ -635,7 +640,7 @@ static void *sender_main(void *arg)
 static void sender_start(struct sender *s, struct nc_xprt *x,
 			 enum region_policy policy, pthread_t *th)
 {
-	struct task_attr attr = {"sender", policy, NULL};
+	struct task_attr attr = { "sender", policy, NULL };
 
 	s->x = x;
 	s->task = task_create(&attr);
@@ -652,10 +657,9 @@ static void sender_end(struct sender *s, pthread_t th)
 	sem_destroy(&s->started);
 }
 
-static void wait_blocked_in_send(struct fake_rpc *f, task_t *t,
-				 unsigned depth)
+static void wait_blocked_in_send(struct fake_rpc *f, task_t *t, unsigned depth)
 {
-	uint64_t end = test_now_ns() + 5000000000u;
+	uint64_t end = region_now_ns() + 5000000000u;
 	struct task_info ti;
 
 	for (;;) {
@@ -664,19 +668,20 @@ static void wait_blocked_in_send(struct fake_rpc *f, task_t *t,
 		if (ti.waiting && strcmp(ti.wait_what, "poll") == 0 &&
 		    ti.depth == depth && fake_rpc_bytes(f) == 0)
 			return;
-		ASSERT_LT(test_now_ns(), end);
+		ASSERT_LT(region_now_ns(), end);
 		usleep(1000);
 	}
 }
 
 TEST_IMPL(xprt_interrupt_mid_record)
 {
-	for (size_t i = 0; i < sizeof(send_cases) / sizeof(send_cases[0]); i++) {
+	for (size_t i = 0; i < sizeof(send_cases) / sizeof(send_cases[0]);
+	     i++) {
 		const struct send_case *sc = &send_cases[i];
 		struct fake_rpc *f = fake_rpc_start(0);
 		struct nc_opts o = opts_of(NC_HARD, NC_KILLABLE, 600, 2);
-		struct nc_xstats st = {0};
-		struct sender s = {sc, NULL, NULL, {{0}}, 1};
+		struct nc_xstats st = { 0 };
+		struct sender s = { sc, NULL, NULL, { { 0 } }, 1 };
 		pthread_t th;
 
 		fprintf(stderr, "case %zu: policy %s region %c intr %s\n", i,
@@ -715,21 +720,21 @@ TEST_IMPL(xprt_interrupt_mid_record)
  */
 TEST_IMPL(xprt_soft_send_gives_up)
 {
-	static const struct send_case killable = {REGION_POLICY_REGION, 'K',
-						  TASK_INTR_NORMAL, RESET};
+	static const struct send_case killable = { REGION_POLICY_REGION, 'K',
+						   TASK_INTR_NORMAL, RESET };
 	struct fake_rpc *f = fake_rpc_start(0);
 	struct nc_opts o = opts_of(NC_SOFT, NC_KILLABLE, 2, 1);
-	struct nc_xstats st = {0};
-	struct sender s = {&killable, NULL, NULL, {{0}}, 1};
+	struct nc_xstats st = { 0 };
+	struct sender s = { &killable, NULL, NULL, { { 0 } }, 1 };
 	uint64_t t0, took;
 	pthread_t th;
 
 	fake_rpc_set(f, FAKE_STALL, 1);
-	t0 = test_now_ns();
+	t0 = region_now_ns();
 	sender_start(&s, make_xprt(fake_rpc_port(f), &o, &st),
 		     REGION_POLICY_REGION, &th);
 	sender_end(&s, th);
-	took = test_now_ns() - t0;
+	took = region_now_ns() - t0;
 	ASSERT_EQ(s.rc, -EIO);
 	ASSERT_GE(took, 550000000ull);
 	ASSERT_LT(took, 2000000000ull);
@@ -747,14 +752,14 @@ TEST_IMPL(xprt_soft_send_gives_up)
  */
 TEST_IMPL(xprt_reset_retransmits_others)
 {
-	static const struct send_case fatal = {REGION_POLICY_REGION, 'K',
-					       TASK_INTR_FATAL, RESET};
+	static const struct send_case fatal = { REGION_POLICY_REGION, 'K',
+						TASK_INTR_FATAL, RESET };
 	struct fake_rpc *f = fake_rpc_start(0);
 	struct nc_opts o = opts_of(NC_HARD, NC_KILLABLE, 600, 2);
-	struct nc_xstats st = {0};
-	struct task_attr attr = {"other", REGION_POLICY_REGION, NULL};
-	struct waiter_arg w = {NULL, NULL, 1};
-	struct sender s = {&fatal, NULL, NULL, {{0}}, 1};
+	struct nc_xstats st = { 0 };
+	struct task_attr attr = { "other", REGION_POLICY_REGION, NULL };
+	struct waiter_arg w = { NULL, NULL, 1 };
+	struct sender s = { &fatal, NULL, NULL, { { 0 } }, 1 };
 	struct fake_seen seen[8];
 	pthread_t tw, ts;
 	unsigned n;
