@@ -213,18 +213,6 @@ static int need_name(struct run *r, const char *arg, const struct remote *rem)
 			  arg, rem->server);
 }
 
-#define STATS_FIELDS(X)   \
-	X(calls)          \
-	X(retransmits)    \
-	X(major_timeouts) \
-	X(resets)         \
-	X(partial_resets) \
-	X(reconnects)     \
-	X(same_port)      \
-	X(bad_replies)    \
-	X(unknown_xids)   \
-	X(interrupted)
-
 /* The client for server, made on first use. */
 static int client_get(struct run *r, const char *server)
 {
@@ -250,8 +238,8 @@ static int client_renew(struct run *r, const char *server)
 
 	if (r->client) {
 		nc_client_stats(r->client, &st);
-#define X(f) r->stats_before.f += st.f;
-		STATS_FIELDS(X)
+#define X(f, what) r->stats_before.f += st.f;
+		NC_STATS_FIELDS(X)
 #undef X
 		nc_client_destroy(r->client);
 		r->client = NULL;
@@ -1411,8 +1399,9 @@ static void print_verbose(const struct run *r)
 	fprintf(stderr, "wsize=%u\n", nc_client_wsize(c));
 	fprintf(stderr, "options=%s\n", opts);
 	fprintf(stderr, "policy=%s\n", region_policy_name(r->opts.policy));
-#define X(f) fprintf(stderr, #f "=%" PRIu64 "\n", r->stats_before.f + st.f);
-	STATS_FIELDS(X)
+#define X(f, what) \
+	fprintf(stderr, #f "=%" PRIu64 "\n", r->stats_before.f + st.f);
+	NC_STATS_FIELDS(X)
 #undef X
 }
 

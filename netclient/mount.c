@@ -760,16 +760,7 @@ void nc_client_stats(const nc_client_t *c, struct nc_stats *st)
 	const struct nc_xstats *x = &c->stats;
 
 	/* Relaxed: independent counters, each read once; no order needed. */
-#define LOAD(f) st->f = atomic_load_explicit(&x->f, memory_order_relaxed)
-	LOAD(calls);
-	LOAD(retransmits);
-	LOAD(major_timeouts);
-	LOAD(resets);
-	LOAD(partial_resets);
-	LOAD(reconnects);
-	LOAD(same_port);
-	LOAD(bad_replies);
-	LOAD(unknown_xids);
-	LOAD(interrupted);
+#define LOAD(f, what) st->f = atomic_load_explicit(&x->f, memory_order_relaxed);
+	NC_STATS_FIELDS(LOAD)
 #undef LOAD
 }

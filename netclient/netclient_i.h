@@ -61,9 +61,9 @@ struct nc_rpc {
 
 /* The counters a transport keeps (struct nc_stats, as atomics). */
 struct nc_xstats {
-	_Atomic uint64_t calls, retransmits, major_timeouts, resets,
-		partial_resets, reconnects, same_port, bad_replies,
-		unknown_xids, interrupted;
+#define NC__XSTATS_FIELD(name, what) _Atomic uint64_t name;
+	NC_STATS_FIELDS(NC__XSTATS_FIELD)
+#undef NC__XSTATS_FIELD
 };
 
 struct nc_xprt_cfg {

@@ -175,18 +175,27 @@ struct nc_pathconf {
 	bool no_trunc, chown_restricted, case_insensitive, case_preserving;
 };
 
-/* The transport's counters, for the demo, the tests and introspection. */
+/*
+ * The transport's counters, for the demo, the tests and introspection: one
+ * list, X(name, what it counts), from which the struct, the transport's
+ * atomics, intrfs-client's -v and every other dump are made.
+ */
+#define NC_STATS_FIELDS(X)                                          \
+	X(calls, "calls completed (any result)")                    \
+	X(retransmits, "resends after a timeout or a reset")        \
+	X(major_timeouts, "timeo*retrans runs without a reply")     \
+	X(resets, "connections reset by the client")                \
+	X(partial_resets, "of those, a record cut by an interrupt") \
+	X(reconnects, "connections made after the first")           \
+	X(same_port, "reconnects from the previous source port")    \
+	X(bad_replies, "replies that did not decode")               \
+	X(unknown_xids, "replies nobody waited for (dropped)")      \
+	X(interrupted, "calls that ended with -EINTR")
+
 struct nc_stats {
-	uint64_t calls; /* calls completed (any result) */
-	uint64_t retransmits; /* resends after a timeout or a reset */
-	uint64_t major_timeouts; /* timeo*retrans runs without a reply */
-	uint64_t resets; /* connections reset by the client */
-	uint64_t partial_resets; /* of those, a record cut by an interrupt */
-	uint64_t reconnects; /* connections made after the first */
-	uint64_t same_port; /* reconnects from the previous source port */
-	uint64_t bad_replies; /* replies that did not decode */
-	uint64_t unknown_xids; /* replies nobody waited for (dropped) */
-	uint64_t interrupted; /* calls that ended with -EINTR */
+#define NC__STATS_FIELD(name, what) uint64_t name;
+	NC_STATS_FIELDS(NC__STATS_FIELD)
+#undef NC__STATS_FIELD
 };
 
 typedef struct nc_client nc_client_t;
