@@ -1,0 +1,126 @@
+/*
+ * intrfs-client's transfer lanes.  Large transfers run in two lanes, each a
+ * task on its own thread with its own batch of calls in flight: while one
+ * lane waits for the last replies of its chunk or moves it to or from the
+ * local side, the other keeps the connection busy.  Chunk k belongs to lane
+ * k % 2; the local side is used in chunk order (turn).  The job (cat, put)
+ * says what a lane does with its chunks; this file only starts the second
+ * lane, takes turns and carries the first error.
+ *
+ * It never makes a netclient call or local I/O itself, and never while
+ * holding l->lock.  Lock order: l->lock is the only lock, a leaf; a job may
+ * take it for bookkeeping of its own (put's verifiers), calling nothing
+ * that waits while it holds it.
+ */
+#include "cli_i.h"
+
+#include <errno.h>
+#include <pthread.h>
+
+static void lanes_init(struct cli_lanes *l)
+{
+	pthread_mutex_init(&l->lock, NULL);
+	pthread_cond_init(&l->cond, NULL);
+	l->turn = 0;
+	l->end = UINT64_MAX;
+	l->rc = 0;
+	l->what = NULL;
+	l->stop = false;
+}
+
+static void lanes_destroy(struct cli_lanes *l)
+{
+	pthread_mutex_destroy(&l->lock);
+	pthread_cond_destroy(&l->cond);
+}
+
+/* Records the first error and stops both lanes. */
+void cli_lanes_fail(struct cli_lanes *l, int rc, const char *what)
+{
+	pthread_mutex_lock(&l->lock);
+	if (!l->rc) {
+		l->rc = rc;
+		l->what = what;
+	}
+	l->stop = true;
+	pthread_cond_broadcast(&l->cond);
+	pthread_mutex_unlock(&l->lock);
+}
+
+/* Waits for chunk k's turn; false when the lanes stop or k is not needed. */
+bool cli_lanes_wait_turn(struct cli_lanes *l, uint64_t k)
+{
+	bool go;
+
+	pthread_mutex_lock(&l->lock);
+	while (!l->stop && l->turn != k && k < l->end)
+		pthread_cond_wait(&l->cond, &l->lock);
+	go = !l->stop && k < l->end;
+	pthread_mutex_unlock(&l->lock);
+	return go;
+}
+
+/* Chunk k's local I/O is done; last: nothing after it is needed. */
+void cli_lanes_pass_turn(struct cli_lanes *l, uint64_t k, bool last)
+{
+	pthread_mutex_lock(&l->lock);
+	l->turn = k + 1;
+	if (last && k + 1 < l->end)
+		l->end = k + 1;
+	pthread_cond_broadcast(&l->cond);
+	pthread_mutex_unlock(&l->lock);
+}
+
+bool cli_lanes_needed(struct cli_lanes *l, uint64_t k)
+{
+	bool go;
+
+	pthread_mutex_lock(&l->lock);
+	go = !l->stop && k < l->end;
+	pthread_mutex_unlock(&l->lock);
+	return go;
+}
+
+/* The second lane: its thread runs fn(job, 1) in its own task and region. */
+struct lane {
+	void (*fn)(void *job, unsigned index);
+	void *job;
+	const struct cli_run *r;
+};
+
+static void *lane_main(void *arg)
+{
+	struct lane *ln = arg;
+
+	task_enter(ln->r->lane_task);
+	NC_MODE_REGION_BEGIN(ln->r->opts.intr_mode, "intrfs-client: lane");
+	ln->fn(ln->job, 1);
+	NC_MODE_REGION_END(ln->r->opts.intr_mode);
+	task_leave(ln->r->lane_task);
+	return NULL;
+}
+
+/*
+ * Runs fn(job, 0) here and fn(job, 1) on a second thread sharing l, waits,
+ * and returns the lanes' result (what failed goes to r->what).
+ */
+int cli_run_lanes(struct cli_run *r, void (*fn)(void *, unsigned), void *job,
+		  struct cli_lanes *l)
+{
+	struct lane second = { fn, job, r };
+	pthread_t th;
+	int rc;
+
+	lanes_init(l);
+	if (pthread_create(&th, NULL, lane_main, &second) != 0) {
+		cli_lanes_fail(l, -EAGAIN, NULL);
+	} else {
+		fn(job, 0);
+		pthread_join(th, NULL);
+	}
+	rc = l->rc;
+	if (l->what)
+		r->what = l->what;
+	lanes_destroy(l);
+	return rc;
+}
