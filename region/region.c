@@ -8,6 +8,9 @@
  * current thread's region state; nothing here may take a lock on that path.
  * The watchdog thread reads other tasks' state through relaxed atomics and
  * takes only the task list lock (through region__tasks_walk()).
+ *
+ * Lock order: the watchdog's wd.lock is a leaf; the watchdog thread drops it
+ * before it walks the task list under tasks_lock (task.c).
  */
 #include "region_i.h"
 

@@ -11,6 +11,10 @@
  *   percall  regions recorded only: the innermost wait's mode decides
  *   region   the regions' counters decide (the proposal)
  *   sigmask  regions block real signals (the alternative in the discussion)
+ *
+ * It uses nothing but intrfs/region.h and links the shared library, as a
+ * program outside the tree would.  Its one lock is the task_mutex a mutex
+ * scenario waits on; run_one() holds it until it completes the wait.
  */
 #include "intrfs/region.h"
 

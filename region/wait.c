@@ -12,10 +12,12 @@
  * wait goes on sleeping: nothing is lost, since the interrupt stays pending
  * and the waker has been drained.
  *
- * Mutex and condition waiters queue on the object's wq_lock (a leaf lock)
- * and are woken by setting their flag and writing their waker while holding
- * it; a waiter always takes wq_lock once more before it returns, so the
- * waker never touches a waiter that has gone.
+ * Mutex and condition waiters queue on the object's wq_lock and are woken by
+ * setting their flag and writing their waker while holding it; a waiter
+ * always takes wq_lock once more before it returns, so the waker never
+ * touches a waiter that has gone.  A wait never sleeps holding a lock.
+ *
+ * Lock order: wq_lock is a leaf; nothing else is taken while it is held.
  */
 #include "region_i.h"
 

@@ -1,7 +1,8 @@
 /*
  * Private to the region API (region.c, task.c, wait.c): the task object, the
  * per-thread context every wait sleeps on, and the helpers the three files
- * share.
+ * share.  Nothing outside region/ may include it: libintrfs-region.so
+ * exports none of these names (region.map).
  *
  * Every thread that waits owns a thread_ctx with an eventfd, its waker: a
  * wait sleeps in ppoll() on that eventfd (plus the fd it waits for), and
