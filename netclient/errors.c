@@ -7,7 +7,8 @@
  * The NFS statuses are one X-macro table, so the errno and the name of a
  * status cannot drift apart.  MOUNT3 statuses (mountstat3) use the same
  * numbers as the NFS3 statuses of the same name (mount3.x says so), so
- * mount.c maps them through nc_nfs3_errno() as well.
+ * mount.c maps them through nc__nfs3_errno() as well.  Every function here
+ * is a pure mapping: no state, no locks, nothing that waits or prints.
  */
 #include "netclient_i.h"
 #include "nfs3.h"
@@ -95,21 +96,14 @@ static const struct nfs3_error *nfs3_error_find(int status)
 	return NULL;
 }
 
-int nc_nfs3_errno(int status)
+int nc__nfs3_errno(int status)
 {
 	const struct nfs3_error *e = nfs3_error_find(status);
 
 	return e ? -e->err : -NC_NFS3_UNKNOWN_ERRNO;
 }
 
-/*
- * NEEDS in netclient_i.h (until then declared here, which keeps
- * -Wmissing-prototypes quiet): the status's RFC name, "NFS3ERR_NOENT", for
- * messages and traces.
- */
-const char *nc_nfs3_status_name(int status);
-
-const char *nc_nfs3_status_name(int status)
+const char *nc__nfs3_status_name(int status)
 {
 	const struct nfs3_error *e = nfs3_error_find(status);
 
@@ -122,7 +116,7 @@ const char *nc_nfs3_status_name(int status)
  * program but not the procedure: the operation is not.  GARBAGE_ARGS means
  * it could not decode what we sent.
  */
-int nc_rpc_accept_errno(int accept_stat)
+int nc__rpc_accept_errno(int accept_stat)
 {
 	switch ((enum accept_stat)accept_stat) {
 	case SUCCESS:
@@ -148,7 +142,7 @@ int nc_rpc_accept_errno(int accept_stat)
  * is -EACCES.  auth_stat is taken so that a future RPCSEC_GSS transport can
  * tell an expired context (which it would renew) from a refusal.
  */
-int nc_rpc_reject_errno(int reject_stat, int auth_stat)
+int nc__rpc_reject_errno(int reject_stat, int auth_stat)
 {
 	(void)auth_stat;
 	switch ((enum reject_stat)reject_stat) {

@@ -12,8 +12,12 @@
  * it is still trying, and sleeps killably in between so that a kill ends
  * it.  A server that answers what is not an RPC reply is not retried: the
  * error says so.  After mounting, the NFS transport has the mount's own
- * options.  Errors are written to the caller's err buffer; nothing here
- * prints them.
+ * timeouts.  Every transport is configured here, from the mount options
+ * through nc__timeout_of() and nc__wait_mode(), with an explicit number of
+ * slots.  Errors are written to the caller's err buffer; nothing here
+ * prints them but the one "still trying" notice of a hard mount.  The
+ * client object has no lock: mounting and destroying run alone, and
+ * nc_client_shutdown() only hands over to the transport, which has its own.
  *
  * Only this file includes mount3.h, whose RFC names (name, dirpath,
  * groups, exports) are too generic to be visible elsewhere; locals here
@@ -145,49 +149,39 @@ static const char *rpc_why(int rc)
 	return strerror(-rc);
 }
 
-/* The options a transport has while mounting: softerr, short timeouts. */
-static struct nc_opts mount_phase_opts(const nc_client_t *c, unsigned timeo,
-				       unsigned retrans)
+/*
+ * A transport of this client to prog/vers on port, with the mount's wait
+ * mode, slots calls in flight, and timeo/retrans timeouts under softerr:
+ * while mounting, one attempt ends, with -ETIMEDOUT ("Connection timed
+ * out", as mount.nfs says) when nobody answers, and the retry loop decides
+ * what next.  The NFS transport gets the mount's own timeouts once mounted.
+ */
+static int client_xprt(nc_client_t *c, unsigned port, uint32_t prog,
+		       uint32_t vers, unsigned timeo, unsigned retrans,
+		       unsigned slots, struct nc__xprt **out)
 {
-	struct nc_opts o = c->opts;
+	struct nc__xprt_cfg cfg;
 
-	/*
-	 * Softerr: one attempt ends, with -ETIMEDOUT ("Connection timed
-	 * out", as mount.nfs says) when nobody answers; the retry loop
-	 * decides what next.
-	 */
-	o.timeo_mode = NC_SOFTERR;
-	o.timeo = timeo;
-	o.retrans = retrans;
-	return o;
-}
-
-/* The mount-phase transports. */
-
-static int aux_xprt(nc_client_t *c, unsigned port, uint32_t prog, uint32_t vers,
-		    unsigned timeo, unsigned retrans, struct nc_xprt **out)
-{
-	struct nc_xprt_cfg cfg;
-	struct nc_opts o = c->opts; /* copied by nc_xprt_create() */
-
-	/*
-	 * Softerr: one attempt ends, with -ETIMEDOUT ("Connection timed
-	 * out", as mount.nfs says) when nobody answers; the retry loop above
-	 * decides what next.
-	 */
-	o.timeo_mode = NC_SOFTERR;
-	o.timeo = timeo;
-	o.retrans = retrans;
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.server = c->server;
 	cfg.addr = c->addr;
 	cfg.addr.sin_port = htons((uint16_t)port);
 	cfg.prog = prog;
 	cfg.vers = vers;
-	cfg.opts = &o;
-	cfg.slots = MOUNT_SLOTS;
+	cfg.timeout = nc__timeout_of(NC_SOFTERR, timeo, retrans);
+	cfg.wait_mode = nc__wait_mode(c->opts.intr_mode);
+	cfg.slots = slots;
 	cfg.stats = &c->stats;
-	return nc_xprt_create(&cfg, out);
+	return nc__xprt_create(&cfg, out);
+}
+
+/* The mount-phase transports: rpcbind, MOUNT. */
+
+static int aux_xprt(nc_client_t *c, unsigned port, uint32_t prog, uint32_t vers,
+		    unsigned timeo, unsigned retrans, struct nc__xprt **out)
+{
+	return client_xprt(c, port, prog, vers, timeo, retrans, MOUNT_SLOTS,
+			   out);
 }
 
 static unsigned mount_timeo(const nc_client_t *c)
@@ -196,7 +190,7 @@ static unsigned mount_timeo(const nc_client_t *c)
 						 MOUNT_TIMEO_MAX;
 }
 
-static int mount_xprt(nc_client_t *c, struct nc_xprt **out)
+static int mount_xprt(nc_client_t *c, struct nc__xprt **out)
 {
 	return aux_xprt(c, c->mount_port, MOUNT_PROGRAM, MOUNT_V3,
 			mount_timeo(c), c->opts.retrans, out);
@@ -231,20 +225,20 @@ static const char *prog_name(uint32_t prog)
 }
 
 /* Asks rpcbind (on x) for the TCP port of prog/vers. */
-static int getport(nc_client_t *c, struct nc_xprt *x, uint32_t prog,
+static int getport(nc_client_t *c, struct nc__xprt *x, uint32_t prog,
 		   uint32_t vers, unsigned *port, bool *retry, char *err,
 		   size_t errlen)
 {
 	struct pmap map = { prog, vers, IPPROTO_TCP, 0 };
 	u_long res = 0;
-	struct nc_rpc r = {
+	struct nc__rpc r = {
 		.proc = PMAPPROC_GETPORT,
-		.xargs = NC_XDRPROC(xdr_pmap),
+		.xargs = NC__XDRPROC(xdr_pmap),
 		.argp = &map,
-		.xres = NC_XDRPROC(xdr_u_long),
+		.xres = NC__XDRPROC(xdr_u_long),
 		.resp = &res,
 	};
-	int rc = nc_xprt_call(x, &r);
+	int rc = nc__xprt_call(x, &r);
 
 	if (rc) {
 		*retry = unreachable(rc);
@@ -268,7 +262,7 @@ static int getport(nc_client_t *c, struct nc_xprt *x, uint32_t prog,
 /* Sets c->nfs_port and c->mount_port from the options or from rpcbind. */
 static int find_ports(nc_client_t *c, bool *retry, char *err, size_t errlen)
 {
-	struct nc_xprt *x;
+	struct nc__xprt *x;
 	int rc;
 
 	c->nfs_port = c->opts.port;
@@ -287,27 +281,27 @@ static int find_ports(nc_client_t *c, bool *retry, char *err, size_t errlen)
 	if (rc == 0 && !c->mount_port)
 		rc = getport(c, x, MOUNT_PROGRAM, MOUNT_V3, &c->mount_port,
 			     retry, err, errlen);
-	nc_xprt_destroy(x);
+	nc__xprt_destroy(x);
 	return rc;
 }
 
 /* Exports. */
 
-static int list_exports(nc_client_t *c, struct nc_xprt *x,
+static int list_exports(nc_client_t *c, struct nc__xprt *x,
 			const struct nc_cred *cred, exports *list, bool *retry,
 			char *err, size_t errlen)
 {
-	struct nc_rpc r = {
+	struct nc__rpc r = {
 		.proc = MOUNTPROC3_EXPORT,
-		.xargs = NC_XDRPROC(xdr_void),
-		.xres = NC_XDRPROC(xdr_exports),
+		.xargs = NC__XDRPROC(xdr_void),
+		.xres = NC__XDRPROC(xdr_exports),
 		.resp = list,
 		.cred = cred,
 	};
 	int rc;
 
 	*list = NULL;
-	rc = nc_xprt_call(x, &r);
+	rc = nc__xprt_call(x, &r);
 	if (rc) {
 		*retry = unreachable(rc);
 		say(err, errlen, "MOUNT service on %s (port %u): %s", c->server,
@@ -338,7 +332,7 @@ int nc_client_exports(nc_client_t *c, const struct nc_cred *cred,
 {
 	char err[256];
 	bool retry = false;
-	struct nc_xprt *x;
+	struct nc__xprt *x;
 	exports list = NULL;
 	int rc = 0;
 
@@ -349,11 +343,11 @@ int nc_client_exports(nc_client_t *c, const struct nc_cred *cred,
 	if (rc)
 		return rc;
 	rc = list_exports(c, x, cred, &list, &retry, err, sizeof(err));
-	nc_xprt_destroy(x);
+	nc__xprt_destroy(x);
 	/* As for nc_readdir(): a positive return stops, a negative fails. */
 	for (const exportnode *e = list; e && rc == 0; e = e->ex_next)
 		rc = fn(e->ex_dir, arg);
-	xdr_free(NC_XDRPROC(xdr_exports), &list);
+	xdr_free(NC__XDRPROC(xdr_exports), &list);
 	return rc > 0 ? 0 : rc;
 }
 
@@ -412,16 +406,16 @@ static bool auth_sys_ok(const mountres3_ok *ok)
 }
 
 /* MNTs c->export_path into c->export_fh. */
-static int mnt(nc_client_t *c, struct nc_xprt *x, const struct nc_cred *cred,
+static int mnt(nc_client_t *c, struct nc__xprt *x, const struct nc_cred *cred,
 	       bool *retry, char *err, size_t errlen)
 {
 	char *dir = c->export_path; /* a dirpath; not called that (mount3.h) */
 	mountres3 res;
-	struct nc_rpc r = {
+	struct nc__rpc r = {
 		.proc = MOUNTPROC3_MNT,
-		.xargs = NC_XDRPROC(xdr_dirpath),
+		.xargs = NC__XDRPROC(xdr_dirpath),
 		.argp = &dir,
-		.xres = NC_XDRPROC(xdr_mountres3),
+		.xres = NC__XDRPROC(xdr_mountres3),
 		.resp = &res,
 		.cred = cred,
 	};
@@ -429,7 +423,7 @@ static int mnt(nc_client_t *c, struct nc_xprt *x, const struct nc_cred *cred,
 	int rc;
 
 	memset(&res, 0, sizeof(res));
-	rc = nc_xprt_call(x, &r);
+	rc = nc__xprt_call(x, &r);
 	if (rc) {
 		*retry = unreachable(rc);
 		say(err, errlen, "MOUNT service on %s (port %u): %s", c->server,
@@ -437,7 +431,7 @@ static int mnt(nc_client_t *c, struct nc_xprt *x, const struct nc_cred *cred,
 		goto out_free;
 	}
 	/* mountstat3 values are the NFS3ERR_* ones (mount3.x). */
-	rc = nc_nfs3_errno((int)res.fhs_status);
+	rc = nc__nfs3_errno((int)res.fhs_status);
 	if (rc == -EACCES) {
 		say(err, errlen, "access denied by server while mounting %s:%s",
 		    c->server, c->export_path);
@@ -466,7 +460,7 @@ static int mnt(nc_client_t *c, struct nc_xprt *x, const struct nc_cred *cred,
 	memcpy(c->export_fh.data, ok->fhandle.fhandle3_val, c->export_fh.len);
 	rc = 0;
 out_free:
-	xdr_free(NC_XDRPROC(xdr_mountres3), &res);
+	xdr_free(NC__XDRPROC(xdr_mountres3), &res);
 	return rc;
 }
 
@@ -478,30 +472,22 @@ static unsigned io_size(unsigned opt, uint32_t pref, uint32_t max);
  */
 static int nfs_connect(nc_client_t *c, bool *retry, char *err, size_t errlen)
 {
-	struct nc_opts o = mount_phase_opts(c, mount_timeo(c), c->opts.retrans);
-	struct nc_xprt_cfg cfg;
+	/* The options' slots= (at least 1 when parsed; 0 from a caller: 1). */
+	unsigned slots = c->opts.slots ? c->opts.slots : 1;
 	int rc;
 
-	memset(&cfg, 0, sizeof(cfg));
-	cfg.server = c->server;
-	cfg.addr = c->addr;
-	cfg.addr.sin_port = htons((uint16_t)c->nfs_port);
-	cfg.prog = NFS_PROGRAM;
-	cfg.vers = NFS_V3;
-	cfg.opts = &o;
-	cfg.slots = c->opts.slots;
-	cfg.stats = &c->stats;
-	rc = nc_xprt_create(&cfg, &c->nfs);
+	rc = client_xprt(c, c->nfs_port, NFS_PROGRAM, NFS_V3, mount_timeo(c),
+			 c->opts.retrans, slots, &c->nfs);
 	if (rc) {
 		say(err, errlen, "NFS transport: %s", strerror(-rc));
 		return rc;
 	}
-	rc = nc_xprt_connect(c->nfs);
+	rc = nc__xprt_connect(c->nfs);
 	if (rc) {
 		*retry = unreachable(rc);
 		say(err, errlen, "NFS service on %s (port %u): %s", c->server,
 		    c->nfs_port, rpc_why(rc));
-		nc_xprt_destroy(c->nfs);
+		nc__xprt_destroy(c->nfs);
 		c->nfs = NULL;
 	}
 	return rc;
@@ -554,7 +540,7 @@ static int mount_attempt(nc_client_t *c, const char *path,
 			 bool *retry, char *err, size_t errlen)
 {
 	const char *rest = "";
-	struct nc_xprt *x;
+	struct nc__xprt *x;
 	exports list;
 	int rc;
 
@@ -571,20 +557,20 @@ static int mount_attempt(nc_client_t *c, const char *path,
 	if (rc)
 		goto out_destroy;
 	rc = pick_export(c, list, path, &rest, err, errlen);
-	xdr_free(NC_XDRPROC(xdr_exports), &list);
+	xdr_free(NC__XDRPROC(xdr_exports), &list);
 	if (rc)
 		goto out_destroy;
 	rc = mnt(c, x, cred, retry, err, errlen);
 	if (rc)
 		goto out_forget;
-	nc_xprt_destroy(x);
+	nc__xprt_destroy(x);
 	/* From here the server knows us: UMNT on the way out. */
 	rc = nfs_connect(c, retry, err, errlen);
 	if (rc)
 		return rc;
 	rc = nfs_first_calls(c, cred, path, rest, root, retry, err, errlen);
 	if (rc) {
-		nc_xprt_destroy(c->nfs);
+		nc__xprt_destroy(c->nfs);
 		c->nfs = NULL;
 	}
 	return rc;
@@ -592,7 +578,7 @@ static int mount_attempt(nc_client_t *c, const char *path,
 out_forget:
 	c->export_path[0] = '\0';
 out_destroy:
-	nc_xprt_destroy(x);
+	nc__xprt_destroy(x);
 	return rc;
 }
 
@@ -675,6 +661,7 @@ int nc_client_mount(nc_client_t *c, const char *path,
 		    const struct nc_cred *cred, struct nc_fh *root, char *err,
 		    size_t errlen)
 {
+	struct nc__timeout to;
 	int rc;
 
 	if (errlen)
@@ -693,8 +680,9 @@ int nc_client_mount(nc_client_t *c, const char *path,
 	rc = mount_retrying(c, path, cred, root, err, errlen);
 	if (rc)
 		return rc;
-	/* Mounted: from now on the mount's own options. */
-	nc_xprt_set_opts(c->nfs, &c->opts);
+	/* Mounted: from now on the mount's own timeouts. */
+	to = nc__timeout_of(c->opts.timeo_mode, c->opts.timeo, c->opts.retrans);
+	nc__xprt_set_timeout(c->nfs, &to);
 	return 0;
 }
 
@@ -702,20 +690,29 @@ int nc_client_mount(nc_client_t *c, const char *path,
 static void umnt(nc_client_t *c)
 {
 	char *dir = c->export_path; /* a dirpath */
-	struct nc_rpc r = {
+	struct nc__rpc r = {
 		.proc = MOUNTPROC3_UMNT,
-		.xargs = NC_XDRPROC(xdr_dirpath),
+		.xargs = NC__XDRPROC(xdr_dirpath),
 		.argp = &dir,
-		.xres = NC_XDRPROC(xdr_void),
+		.xres = NC__XDRPROC(xdr_void),
 		.cred = &c->mount_cred,
 	};
-	struct nc_xprt *x;
+	struct nc__xprt *x;
+	int rc;
 
 	if (aux_xprt(c, c->mount_port, MOUNT_PROGRAM, MOUNT_V3, UMNT_TIMEO,
 		     UMNT_RETRANS, &x))
 		return;
-	(void)nc_xprt_call(x, &r);
-	nc_xprt_destroy(x);
+	/* Whatever the answer, or an interrupt, the client goes. */
+	rc = nc__xprt_call(x, &r);
+	(void)rc;
+	nc__xprt_destroy(x);
+}
+
+void nc_client_shutdown(nc_client_t *c)
+{
+	if (c && c->nfs)
+		nc__xprt_shutdown(c->nfs);
 }
 
 void nc_client_destroy(nc_client_t *c)
@@ -724,7 +721,7 @@ void nc_client_destroy(nc_client_t *c)
 		return;
 	if (c->export_path[0] && c->mount_port)
 		umnt(c);
-	nc_xprt_destroy(c->nfs);
+	nc__xprt_destroy(c->nfs);
 	free(c);
 }
 
@@ -757,7 +754,7 @@ const char *nc_client_server(const nc_client_t *c)
 
 void nc_client_stats(const nc_client_t *c, struct nc_stats *st)
 {
-	const struct nc_xstats *x = &c->stats;
+	const struct nc__xstats *x = &c->stats;
 
 	/* Relaxed: independent counters, each read once; no order needed. */
 #define LOAD(f, what) st->f = atomic_load_explicit(&x->f, memory_order_relaxed);

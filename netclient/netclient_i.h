@@ -1,12 +1,20 @@
 /*
- * Private to netclient: the transport's call interface (xprt.c), the client
- * object (mount.c), and what the protocol files share.
+ * Private to netclient: the transport's call interface (xprt.c), the
+ * settings a transport takes (built from the mount options in opts.c), the
+ * client object (mount.c), and the error mapping the protocol files share
+ * (errors.c).  Names here are nc__ (visible across netclient's files, never
+ * outside it); nc_ is what include/intrfs/netclient.h exports.  Nothing
+ * outside netclient/ includes this header but the transport's unit tests
+ * and fuzzer.  Locks: only the transport has any (xprt_i.h gives their
+ * order); the client object has none.
  *
  * Layering: nfs3.c and mount.c build argument structs (rpcgen types from
- * nfs3.x / mount3.x), hand them to nc_xprt_call() / nc_xprt_batch() with
+ * nfs3.x / mount3.x), hand them to nc__xprt_call() / nc__xprt_batch() with
  * the xdr routines that encode them and decode the result, and map
- * statuses to errnos with nc_nfs3_errno() (errors.c).  xprt.c knows nothing
- * of NFS: it moves ONC RPC records over one TCP connection.
+ * statuses to errnos with nc__nfs3_errno() (errors.c).  xprt.c knows nothing
+ * of NFS nor of mount options: it moves ONC RPC records over one TCP
+ * connection, with the timeouts, wait mode and slots it is given.  The
+ * transport's own state is in xprt_i.h, for xprt.c and xprt_recv.c only.
  *
  * Only mount.c includes mount3.h: its RFC type names (name, dirpath,
  * groups...) are too generic to be visible everywhere.
@@ -22,13 +30,14 @@
 #include <stdatomic.h>
 #include <sys/socket.h>
 
-struct nc_xprt;
+struct nc__xprt;
+struct nc__call;
 
 /*
  * libtirpc's xdrproc_t is variadic; the cast through void (*)(void) says the
  * conversion is intended (GCC's -Wcast-function-type accepts that one).
  */
-#define NC_XDRPROC(f) ((xdrproc_t)(void (*)(void))(f))
+#define NC__XDRPROC(f) ((xdrproc_t)(void (*)(void))(f))
 
 /*
  * One RPC call.  The caller fills the public part; xprt.c encodes argp with
@@ -40,7 +49,7 @@ struct nc_xprt;
  * stream that is not RPC), -ETIMEDOUT (softerr),
  * -EPROTONOSUPPORT / -EOPNOTSUPP / -EACCES for RPC-level rejections.
  */
-struct nc_rpc {
+struct nc__rpc {
 	uint32_t proc;
 	xdrproc_t xargs;
 	const void *argp;
@@ -48,7 +57,6 @@ struct nc_rpc {
 	void *resp;
 	const struct nc_cred *cred; /* NULL: AUTH_NONE */
 	int rc;
-	struct nc_call *call; /* private to xprt.c */
 	/*
 	 * Bulk data sent without a copy: when tail_len is not 0, argp must
 	 * encode to arguments that end with an empty opaque<>, which carries
@@ -60,30 +68,54 @@ struct nc_rpc {
 };
 
 /* The counters a transport keeps (struct nc_stats, as atomics). */
-struct nc_xstats {
+struct nc__xstats {
 #define NC__XSTATS_FIELD(name, what) _Atomic uint64_t name;
 	NC_STATS_FIELDS(NC__XSTATS_FIELD)
 #undef NC__XSTATS_FIELD
 };
 
-struct nc_xprt_cfg {
-	const char *server; /* for messages: "server 127.0.0.1 ..." */
-	struct sockaddr_in addr;
-	uint32_t prog, vers;
-	const struct nc_opts *opts; /* timeo, retrans, hard/soft, intr */
-	unsigned slots; /* calls in flight; 0: opts->slots */
-	struct nc_xstats *stats; /* where to count; may be shared */
+/*
+ * How a transport times a call out, in the shape of Linux's struct
+ * rpc_timeout (to_initial, to_increment, to_maxval, to_retries): the first
+ * wait for a reply is initial_ns; each retransmission waits increment_ns
+ * longer, never more than max_ns; after retries retransmissions comes a
+ * major timeout, and mode says what it does: a hard call starts over from
+ * initial_ns, a soft one fails with -EIO, a softerr one with -ETIMEDOUT.
+ * nc__timeout_of() makes one from timeo= and retrans=.
+ */
+struct nc__timeout {
+	uint64_t initial_ns;
+	uint64_t increment_ns;
+	uint64_t max_ns;
+	unsigned retries;
+	enum nc_timeo_mode mode;
 };
 
 /*
- * Makes a transport; it connects on first use (in the calling task).
- * Returns 0 or -errno.
+ * What a transport is made with.  Every field is explicit: the transport
+ * reads nothing else, and none of it from the mount options.
  */
-int nc_xprt_create(const struct nc_xprt_cfg *cfg, struct nc_xprt **out);
-void nc_xprt_destroy(struct nc_xprt *x);
+struct nc__xprt_cfg {
+	const char *server; /* for messages: "server 127.0.0.1 ..." */
+	struct sockaddr_in addr;
+	uint32_t prog, vers;
+	struct nc__timeout timeout;
+	enum task_mode wait_mode; /* of every wait but the send primitive */
+	unsigned slots; /* calls in flight at most; at least 1 */
+	struct nc__xstats *stats; /* where to count; may be shared */
+};
+
+/*
+ * The transport (xprt.c).
+ *
+ * Makes a transport; it connects on first use (in the calling task).
+ * Returns 0 or -errno (-EINVAL for no slots).
+ */
+int nc__xprt_create(const struct nc__xprt_cfg *cfg, struct nc__xprt **out);
+void nc__xprt_destroy(struct nc__xprt *x);
 
 /* One call, start to finish, in the calling task.  Returns r->rc. */
-int nc_xprt_call(struct nc_xprt *x, struct nc_rpc *r);
+NC_MUST_CHECK int nc__xprt_call(struct nc__xprt *x, struct nc__rpc *r);
 
 /*
  * n calls in flight at once from the calling task: all are sent, then
@@ -91,42 +123,56 @@ int nc_xprt_call(struct nc_xprt *x, struct nc_rpc *r);
  * returns the first non-zero rc, or 0.  An interrupt ends every call not
  * yet answered with -EINTR.
  */
-int nc_xprt_batch(struct nc_xprt *x, struct nc_rpc *r, unsigned n);
+NC_MUST_CHECK int nc__xprt_batch(struct nc__xprt *x, struct nc__rpc *r,
+				 unsigned n);
 
 /*
- * nc_xprt_batch(), and sent->fn(sent->arg) once, in the calling task, as
+ * nc__xprt_batch(), and sent->fn(sent->arg) once, in the calling task, as
  * soon as every call of the batch has been handed to the socket whole (or
  * has its reply): from then on only the server's answer is missing, and
  * the batch goes on to wait for it.  Not called when a call fails before it
  * is sent.
  */
-int nc_xprt_batch_notify(struct nc_xprt *x, struct nc_rpc *r, unsigned n,
-			 const struct nc_sent_notify *sent);
+NC_MUST_CHECK int nc__xprt_batch_notify(struct nc__xprt *x, struct nc__rpc *r,
+					unsigned n,
+					const struct nc_sent_notify *sent);
 
 /*
  * Ends every call in flight and every later one with -ESHUTDOWN; the
- * transport stays allocated until nc_xprt_destroy().
+ * transport stays allocated until nc__xprt_destroy().
  */
-void nc_xprt_shutdown(struct nc_xprt *x);
+void nc__xprt_shutdown(struct nc__xprt *x);
 
 /*
- * Changes the options the transport's next calls run with.  Mounting runs
+ * Changes the timeouts of the transport's next calls.  Mounting runs
  * softerr with short timeouts so that an attempt ends; then the mount's own
- * options apply.
+ * timeouts apply.
  */
-void nc_xprt_set_opts(struct nc_xprt *x, const struct nc_opts *o);
+void nc__xprt_set_timeout(struct nc__xprt *x, const struct nc__timeout *to);
 
 /* Makes sure the transport is connected now (used by mount). */
-int nc_xprt_connect(struct nc_xprt *x);
+NC_MUST_CHECK int nc__xprt_connect(struct nc__xprt *x);
 
-/* The client. */
+/* The calls the transport keeps in flight at most (cfg->slots). */
+unsigned nc__xprt_slots(const struct nc__xprt *x);
+
+/*
+ * The transport settings of the mount options (opts.c): nfs(5)'s timeo=
+ * (deciseconds) and retrans= as a timeout strategy under mode, and the
+ * wait mode of intr, killable or nointr.
+ */
+struct nc__timeout nc__timeout_of(enum nc_timeo_mode mode, unsigned timeo,
+				  unsigned retrans);
+enum task_mode nc__wait_mode(enum nc_intr_mode m);
+
+/* The client object (mount.c; nfs3.c reads it). */
 
 struct nc_client {
 	char server[256];
 	struct sockaddr_in addr; /* port 0 */
 	struct nc_opts opts;
-	struct nc_xstats stats; /* of every transport of this client */
-	struct nc_xprt *nfs; /* set by nc_client_mount() */
+	struct nc__xstats stats; /* of every transport of this client */
+	struct nc__xprt *nfs; /* set by nc_client_mount() */
 	struct nc_cred mount_cred;
 	char export_path[1024]; /* the export MNTed; "" before */
 	struct nc_fh export_fh;
@@ -135,11 +181,14 @@ struct nc_client {
 	_Atomic bool no_readdirplus; /* the server said NOTSUPP once */
 };
 
-/* errno of an RPC accept_stat / reject_stat (errors.c). */
-int nc_rpc_accept_errno(int accept_stat);
-int nc_rpc_reject_errno(int reject_stat, int auth_stat);
+/* Errors (errors.c). */
 
-/* The XDR routines for the AUTH_SYS credential body (xprt.c). */
-bool_t nc_xdr_authsys(XDR *xdrs, const struct nc_cred *cred);
+/* The errno for an NFS3ERR_* status (or a mountstat3: the same numbers). */
+int nc__nfs3_errno(int nfsstat3);
+/* The status's RFC name, "NFS3ERR_NOENT", for messages and traces. */
+const char *nc__nfs3_status_name(int nfsstat3);
+/* errno of an RPC accept_stat / reject_stat. */
+int nc__rpc_accept_errno(int accept_stat);
+int nc__rpc_reject_errno(int reject_stat, int auth_stat);
 
 #endif /* INTRFS_NETCLIENT_I_H */

@@ -1,7 +1,7 @@
 /*
  * The NFSv3 procedures (RFC 1813, section 3.3) on top of the transport.
  * Each fills the rpcgen argument struct, runs one call through nfs_call()
- * (or many through nc_xprt_batch() for large I/O) and turns the result
+ * (or many through nc__xprt_batch() for large I/O) and turns the result
  * into netclient's types.  The conversions live here once: fattr3 to
  * nc_attr, nc_sattr to sattr3, file handles, and the "new object" results
  * of CREATE, MKDIR, SYMLINK and MKNOD (a handle and attributes, completed
@@ -12,7 +12,8 @@
  * xdr_read_into(), which bounds the data by the count asked for, so a
  * server cannot make us write past it; WRITE and SYMLINK send from the
  * caller's memory.  Nothing here waits on its own: every blocking point is
- * the transport's, in the calling task.
+ * the transport's, in the calling task; and nothing here holds a lock (the
+ * client's one shared hint, no_readdirplus, is an atomic).
  */
 #include "netclient_i.h"
 
@@ -56,15 +57,15 @@ _Static_assert(sizeof(((struct nc_write_res *)0)->verf) == NFS3_WRITEVERFSIZE,
 #define MODE_PERM 07777
 
 /*
- * A struct nc_rpc for procedure P, with P's rpcgen routines; the compound
+ * A struct nc__rpc for procedure P, with P's rpcgen routines; the compound
  * literals make the compiler check that args and res are P's types.
  */
 #define NFS3_RPC(P, args, res, cr)                    \
-	((struct nc_rpc){                             \
+	((struct nc__rpc){                            \
 		.proc = NFSPROC3_##P,                 \
-		.xargs = NC_XDRPROC(xdr_##P##3args),  \
+		.xargs = NC__XDRPROC(xdr_##P##3args), \
 		.argp = (const P##3args *){ (args) }, \
-		.xres = NC_XDRPROC(xdr_##P##3res),    \
+		.xres = NC__XDRPROC(xdr_##P##3res),   \
 		.resp = (P##3res *){ (res) },         \
 		.cred = (cr),                         \
 	})
@@ -75,14 +76,14 @@ _Static_assert(sizeof(((struct nc_write_res *)0)->verf) == NFS3_WRITEVERFSIZE,
  * xdr_free(r->xres, r->resp): results start zeroed, and xdr_free() of a
  * zeroed or already freed result is harmless.
  */
-static int nfs_call(nc_client_t *c, struct nc_rpc *r, const nfsstat3 *status)
+static int nfs_call(nc_client_t *c, struct nc__rpc *r, const nfsstat3 *status)
 {
 	int rc;
 
 	if (!c->nfs)
 		return -ENOTCONN;
-	rc = nc_xprt_call(c->nfs, r);
-	return rc ? rc : nc_nfs3_errno(*status);
+	rc = nc__xprt_call(c->nfs, r);
+	return rc ? rc : nc__nfs3_errno(*status);
 }
 
 /* Conversions. */
@@ -252,7 +253,7 @@ static int entry_complete(nc_client_t *c, const struct nc_cred *cr,
  * object's handle and attributes from the reply (obj, attr point into
  * r->resp), free it, complete the entry.  out may be NULL.
  */
-static int make_node(nc_client_t *c, struct nc_rpc *r, const nfsstat3 *status,
+static int make_node(nc_client_t *c, struct nc__rpc *r, const nfsstat3 *status,
 		     const post_op_fh3 *obj, const post_op_attr *attr,
 		     const struct nc_fh *dir, const char *name,
 		     struct nc_entry *out)
@@ -277,13 +278,13 @@ static int make_node(nc_client_t *c, struct nc_rpc *r, const nfsstat3 *status,
 
 int nc_null(nc_client_t *c)
 {
-	struct nc_rpc r = {
+	struct nc__rpc r = {
 		.proc = NFSPROC3_NULL,
-		.xargs = NC_XDRPROC(xdr_void),
-		.xres = NC_XDRPROC(xdr_void),
+		.xargs = NC__XDRPROC(xdr_void),
+		.xres = NC__XDRPROC(xdr_void),
 	};
 
-	return c->nfs ? nc_xprt_call(c->nfs, &r) : -ENOTCONN;
+	return c->nfs ? nc__xprt_call(c->nfs, &r) : -ENOTCONN;
 }
 
 int nc_getattr(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
@@ -291,7 +292,7 @@ int nc_getattr(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
 {
 	GETATTR3args args = { fh_to3(fh) };
 	GETATTR3res res = { 0 };
-	struct nc_rpc r = NFS3_RPC(GETATTR, &args, &res, cr);
+	struct nc__rpc r = NFS3_RPC(GETATTR, &args, &res, cr);
 	int rc = nfs_call(c, &r, &res.status);
 
 	if (rc == 0 && attr)
@@ -314,7 +315,7 @@ int nc_setattr(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
 			      sattr_to3(sa),
 			      { FALSE, { { 0, 0 } } } };
 	SETATTR3res res = { 0 };
-	struct nc_rpc r = NFS3_RPC(SETATTR, &args, &res, cr);
+	struct nc__rpc r = NFS3_RPC(SETATTR, &args, &res, cr);
 	bool have = false;
 	int rc;
 
@@ -341,7 +342,7 @@ int nc_lookup(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *dir,
 {
 	LOOKUP3args args = { dirop(dir, name) };
 	LOOKUP3res res = { 0 };
-	struct nc_rpc r = NFS3_RPC(LOOKUP, &args, &res, cr);
+	struct nc__rpc r = NFS3_RPC(LOOKUP, &args, &res, cr);
 	struct nc_entry unused;
 	int rc = nfs_call(c, &r, &res.status);
 
@@ -392,7 +393,7 @@ int nc_access(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
 {
 	ACCESS3args args = { fh_to3(fh), access };
 	ACCESS3res res = { 0 };
-	struct nc_rpc r = NFS3_RPC(ACCESS, &args, &res, cr);
+	struct nc__rpc r = NFS3_RPC(ACCESS, &args, &res, cr);
 	int rc = nfs_call(c, &r, &res.status);
 
 	if (rc == 0)
@@ -406,7 +407,7 @@ int nc_readlink(nc_client_t *c, const struct nc_cred *cr,
 {
 	READLINK3args args = { fh_to3(fh) };
 	READLINK3res res = { 0 };
-	struct nc_rpc r = NFS3_RPC(READLINK, &args, &res, cr);
+	struct nc__rpc r = NFS3_RPC(READLINK, &args, &res, cr);
 	int rc = nfs_call(c, &r, &res.status);
 
 	if (rc == 0) {
@@ -466,10 +467,10 @@ struct read_call {
 	struct read_into ri;
 };
 
-static struct nc_rpc read_prepare(struct read_call *rc,
-				  const struct nc_cred *cr,
-				  const struct nc_fh *fh, uint64_t off,
-				  uint32_t count, void *buf)
+static struct nc__rpc read_prepare(struct read_call *rc,
+				   const struct nc_cred *cr,
+				   const struct nc_fh *fh, uint64_t off,
+				   uint32_t count, void *buf)
 {
 	memset(rc, 0, sizeof(*rc));
 	rc->args.file = fh_to3(fh);
@@ -477,25 +478,26 @@ static struct nc_rpc read_prepare(struct read_call *rc,
 	rc->args.count = count;
 	rc->ri.buf = buf;
 	rc->ri.max = count;
-	return (struct nc_rpc){
+	return (struct nc__rpc){
 		.proc = NFSPROC3_READ,
-		.xargs = NC_XDRPROC(xdr_READ3args),
+		.xargs = NC__XDRPROC(xdr_READ3args),
 		.argp = &rc->args,
-		.xres = NC_XDRPROC(xdr_read_into),
+		.xres = NC__XDRPROC(xdr_read_into),
 		.resp = &rc->ri,
 		.cred = cr,
 	};
 }
 
 /*
- * The outcome of one READ: 0 with *got and *eof, or -errno.  The length of
- * the opaque data is what arrived; the count field merely repeats it.
+ * The outcome of one READ whose call ended with xprt_rc (its nc__rpc's rc):
+ * 0 with *got and *eof, or -errno.  The length of the opaque data is what
+ * arrived; the count field merely repeats it.
  */
-static int read_result(const struct read_call *rc, const struct nc_rpc *r,
-		       uint32_t *got, bool *eof, struct nc_attr *attr)
+static int read_result(const struct read_call *rc, int xprt_rc, uint32_t *got,
+		       bool *eof, struct nc_attr *attr)
 {
 	const READ3resok *ok = &rc->ri.res.READ3res_u.resok;
-	int err = r->rc ? r->rc : nc_nfs3_errno(rc->ri.res.status);
+	int err = xprt_rc ? xprt_rc : nc__nfs3_errno(rc->ri.res.status);
 
 	if (err)
 		return err;
@@ -509,13 +511,12 @@ int nc_read(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
 	    uint64_t off, uint32_t count, void *buf, uint32_t *got, bool *eof,
 	    struct nc_attr *attr)
 {
-	struct read_call rc;
-	struct nc_rpc r = read_prepare(&rc, cr, fh, off, count, buf);
+	struct read_call rd;
+	struct nc__rpc r = read_prepare(&rd, cr, fh, off, count, buf);
 
 	if (!c->nfs)
 		return -ENOTCONN;
-	nc_xprt_call(c->nfs, &r);
-	return read_result(&rc, &r, got, eof, attr);
+	return read_result(&rd, nc__xprt_call(c->nfs, &r), got, eof, attr);
 }
 
 /*
@@ -525,7 +526,7 @@ int nc_read(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
 static unsigned batch_calls(const nc_client_t *c, size_t size, unsigned io)
 {
 	size_t need = size / io + (size % io != 0);
-	unsigned slots = c->opts.slots ? c->opts.slots : 1;
+	unsigned slots = nc__xprt_slots(c->nfs);
 
 	return need < slots ? (unsigned)need : slots;
 }
@@ -534,7 +535,7 @@ int nc_pread(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
 	     uint64_t off, size_t len, void *buf, size_t *got, bool *eof)
 {
 	struct read_call *calls = NULL;
-	struct nc_rpc *rpcs = NULL;
+	struct nc__rpc *rpcs = NULL;
 	size_t done = 0;
 	unsigned max;
 	int rc = 0;
@@ -564,20 +565,21 @@ int nc_pread(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
 					       count, (char *)buf + at);
 			at += count;
 		}
-		nc_xprt_batch(c->nfs, rpcs, n);
 		/*
-		 * The replies count in file order.  After a short one that
-		 * is not the end, the rest is read again from where it
-		 * stopped (the later replies of this batch may be right, but
-		 * the server may also have skipped a part it could not read
-		 * yet); a reply with no data and no end is an error, as in
-		 * Linux, or this would loop.
+		 * The batch's result is its first failure; what counts is
+		 * each reply, in file order.  After a short one that is not
+		 * the end, the rest is read again from where it stopped (the
+		 * later replies of this batch may be right, but the server
+		 * may also have skipped a part it could not read yet); a
+		 * reply with no data and no end is an error, as in Linux, or
+		 * this would loop.
 		 */
+		rc = nc__xprt_batch(c->nfs, rpcs, n);
 		for (unsigned i = 0; i < n; i++) {
 			uint32_t part;
 			bool end;
 
-			rc = read_result(&calls[i], &rpcs[i], &part, &end,
+			rc = read_result(&calls[i], rpcs[i].rc, &part, &end,
 					 NULL);
 			if (rc)
 				break;
@@ -608,18 +610,18 @@ struct write_call {
 	WRITE3res res;
 };
 
-static struct nc_rpc write_prepare(struct write_call *wc,
-				   const struct nc_cred *cr,
-				   const struct nc_fh *fh, uint64_t off,
-				   uint32_t count, const void *buf,
-				   enum nc_stable stable)
+static struct nc__rpc write_prepare(struct write_call *wc,
+				    const struct nc_cred *cr,
+				    const struct nc_fh *fh, uint64_t off,
+				    uint32_t count, const void *buf,
+				    enum nc_stable stable)
 {
 	memset(wc, 0, sizeof(*wc));
 	wc->args.file = fh_to3(fh);
 	wc->args.offset = off;
 	wc->args.count = count;
 	wc->args.stable = (stable_how)stable;
-	struct nc_rpc r;
+	struct nc__rpc r;
 
 	/* The data goes from buf to the socket: no copy into the record. */
 	wc->args.data.data_len = 0;
@@ -631,14 +633,15 @@ static struct nc_rpc write_prepare(struct write_call *wc,
 }
 
 /*
- * The outcome of one WRITE, into res (count, committed, verf; verf_changed
- * is the caller's), or -errno.  The result holds nothing to free.
+ * The outcome of one WRITE whose call ended with xprt_rc (its nc__rpc's
+ * rc), into res (count, committed, verf; verf_changed is the caller's), or
+ * -errno.  The result holds nothing to free.
  */
-static int write_result(const struct write_call *wc, const struct nc_rpc *r,
+static int write_result(const struct write_call *wc, int xprt_rc,
 			struct nc_write_res *res, struct nc_attr *attr)
 {
 	const WRITE3resok *ok = &wc->res.WRITE3res_u.resok;
-	int err = r->rc ? r->rc : nc_nfs3_errno(wc->res.status);
+	int err = xprt_rc ? xprt_rc : nc__nfs3_errno(wc->res.status);
 
 	if (err)
 		return err;
@@ -656,14 +659,14 @@ int nc_write(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
 	     struct nc_attr *attr)
 {
 	struct write_call wc;
-	struct nc_rpc r = write_prepare(&wc, cr, fh, off, count, buf, stable);
+	struct nc__rpc r = write_prepare(&wc, cr, fh, off, count, buf, stable);
 	int rc;
 
 	if (!c->nfs)
 		return -ENOTCONN;
-	nc_xprt_call(c->nfs, &r);
+	rc = nc__xprt_call(c->nfs, &r);
 	memset(res, 0, sizeof(*res));
-	rc = write_result(&wc, &r, res, attr);
+	rc = write_result(&wc, rc, res, attr);
 	xdr_free(r.xres, r.resp);
 	return rc;
 }
@@ -681,7 +684,7 @@ int nc_pwrite_notify(nc_client_t *c, const struct nc_cred *cr,
 		     const struct nc_sent_notify *sent)
 {
 	struct write_call *calls = NULL;
-	struct nc_rpc *rpcs = NULL;
+	struct nc__rpc *rpcs = NULL;
 	const char *p = buf;
 	bool have_verf = false;
 	size_t done = 0;
@@ -714,19 +717,21 @@ int nc_pwrite_notify(nc_client_t *c, const struct nc_cred *cr,
 						count, p + at, stable);
 			at += count;
 		}
-		/* The batch that reaches the end says when all has left. */
-		nc_xprt_batch_notify(c->nfs, rpcs, n, at == len ? sent : NULL);
+		/*
+		 * The batch that reaches the end says when all has left.  Its
+		 * result is its first failure; what counts is each reply, in
+		 * file order, as for reads: after a short write the rest is
+		 * sent again from where the server stopped.  One that took
+		 * nothing is an error (as in Linux), or this would loop.
+		 */
+		rc = nc__xprt_batch_notify(c->nfs, rpcs, n,
+					   at == len ? sent : NULL);
 		if (at == len)
 			sent = NULL;
-		/*
-		 * In file order, as for reads: after a short write the rest
-		 * is sent again from where the server stopped.  One that
-		 * took nothing is an error (as in Linux), or this would loop.
-		 */
 		for (unsigned i = 0; i < n; i++) {
 			struct nc_write_res one;
 
-			rc = write_result(&calls[i], &rpcs[i], &one, NULL);
+			rc = write_result(&calls[i], rpcs[i].rc, &one, NULL);
 			if (rc)
 				break;
 			if (have_verf &&
@@ -766,7 +771,7 @@ int nc_commit(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
 {
 	COMMIT3args args = { fh_to3(fh), off, count };
 	COMMIT3res res = { 0 };
-	struct nc_rpc r = NFS3_RPC(COMMIT, &args, &res, cr);
+	struct nc__rpc r = NFS3_RPC(COMMIT, &args, &res, cr);
 	int rc = nfs_call(c, &r, &res.status);
 
 	if (rc == 0)
@@ -809,7 +814,7 @@ static int create_once(nc_client_t *c, const struct nc_cred *cr,
 {
 	CREATE3args args;
 	CREATE3res res = { 0 };
-	struct nc_rpc r = NFS3_RPC(CREATE, &args, &res, cr);
+	struct nc__rpc r = NFS3_RPC(CREATE, &args, &res, cr);
 
 	memset(&args, 0, sizeof(args));
 	args.where = dirop(dir, name);
@@ -875,7 +880,7 @@ int nc_mkdir(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *dir,
 {
 	MKDIR3args args = { dirop(dir, name), sattr_to3(sa) };
 	MKDIR3res res = { 0 };
-	struct nc_rpc r = NFS3_RPC(MKDIR, &args, &res, cr);
+	struct nc__rpc r = NFS3_RPC(MKDIR, &args, &res, cr);
 
 	return make_node(c, &r, &res.status, &res.MKDIR3res_u.resok.obj,
 			 &res.MKDIR3res_u.resok.obj_attributes, dir, name, out);
@@ -888,7 +893,7 @@ int nc_symlink(nc_client_t *c, const struct nc_cred *cr,
 	SYMLINK3args args = { dirop(dir, name),
 			      { sattr_to3(sa), (char *)target } };
 	SYMLINK3res res = { 0 };
-	struct nc_rpc r = NFS3_RPC(SYMLINK, &args, &res, cr);
+	struct nc__rpc r = NFS3_RPC(SYMLINK, &args, &res, cr);
 
 	return make_node(c, &r, &res.status, &res.SYMLINK3res_u.resok.obj,
 			 &res.SYMLINK3res_u.resok.obj_attributes, dir, name,
@@ -901,7 +906,7 @@ int nc_mknod(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *dir,
 {
 	MKNOD3args args;
 	MKNOD3res res = { 0 };
-	struct nc_rpc r = NFS3_RPC(MKNOD, &args, &res, cr);
+	struct nc__rpc r = NFS3_RPC(MKNOD, &args, &res, cr);
 	mknoddata3 *what = &args.what;
 
 	memset(&args, 0, sizeof(args));
@@ -932,7 +937,7 @@ int nc_remove(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *dir,
 {
 	REMOVE3args args = { dirop(dir, name) };
 	REMOVE3res res = { 0 };
-	struct nc_rpc r = NFS3_RPC(REMOVE, &args, &res, cr);
+	struct nc__rpc r = NFS3_RPC(REMOVE, &args, &res, cr);
 	int rc = nfs_call(c, &r, &res.status);
 
 	xdr_free(r.xres, r.resp);
@@ -944,7 +949,7 @@ int nc_rmdir(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *dir,
 {
 	RMDIR3args args = { dirop(dir, name) };
 	RMDIR3res res = { 0 };
-	struct nc_rpc r = NFS3_RPC(RMDIR, &args, &res, cr);
+	struct nc__rpc r = NFS3_RPC(RMDIR, &args, &res, cr);
 	int rc = nfs_call(c, &r, &res.status);
 
 	xdr_free(r.xres, r.resp);
@@ -958,7 +963,7 @@ int nc_rename(nc_client_t *c, const struct nc_cred *cr,
 	RENAME3args args = { dirop(from_dir, from_name),
 			     dirop(to_dir, to_name) };
 	RENAME3res res = { 0 };
-	struct nc_rpc r = NFS3_RPC(RENAME, &args, &res, cr);
+	struct nc__rpc r = NFS3_RPC(RENAME, &args, &res, cr);
 	int rc = nfs_call(c, &r, &res.status);
 
 	xdr_free(r.xres, r.resp);
@@ -970,7 +975,7 @@ int nc_link(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
 {
 	LINK3args args = { fh_to3(fh), dirop(dir, name) };
 	LINK3res res = { 0 };
-	struct nc_rpc r = NFS3_RPC(LINK, &args, &res, cr);
+	struct nc__rpc r = NFS3_RPC(LINK, &args, &res, cr);
 	int rc = nfs_call(c, &r, &res.status);
 
 	xdr_free(r.xres, r.resp);
@@ -1005,7 +1010,7 @@ static int readdir_plus(nc_client_t *c, const struct nc_cred *cr,
 {
 	READDIRPLUS3args args;
 	READDIRPLUS3res res = { 0 };
-	struct nc_rpc r = NFS3_RPC(READDIRPLUS, &args, &res, cr);
+	struct nc__rpc r = NFS3_RPC(READDIRPLUS, &args, &res, cr);
 	int rc;
 
 	memset(&args, 0, sizeof(args));
@@ -1045,7 +1050,7 @@ static int readdir_plain(nc_client_t *c, const struct nc_cred *cr,
 {
 	READDIR3args args;
 	READDIR3res res = { 0 };
-	struct nc_rpc r = NFS3_RPC(READDIR, &args, &res, cr);
+	struct nc__rpc r = NFS3_RPC(READDIR, &args, &res, cr);
 	int rc;
 
 	memset(&args, 0, sizeof(args));
@@ -1101,7 +1106,7 @@ int nc_fsstat(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
 {
 	FSSTAT3args args = { fh_to3(fh) };
 	FSSTAT3res res = { 0 };
-	struct nc_rpc r = NFS3_RPC(FSSTAT, &args, &res, cr);
+	struct nc__rpc r = NFS3_RPC(FSSTAT, &args, &res, cr);
 	int rc = nfs_call(c, &r, &res.status);
 
 	if (rc == 0) {
@@ -1123,7 +1128,7 @@ int nc_fsinfo(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
 {
 	FSINFO3args args = { fh_to3(fh) };
 	FSINFO3res res = { 0 };
-	struct nc_rpc r = NFS3_RPC(FSINFO, &args, &res, cr);
+	struct nc__rpc r = NFS3_RPC(FSINFO, &args, &res, cr);
 	int rc = nfs_call(c, &r, &res.status);
 
 	if (rc == 0) {
@@ -1146,7 +1151,7 @@ int nc_pathconf(nc_client_t *c, const struct nc_cred *cr,
 {
 	PATHCONF3args args = { fh_to3(fh) };
 	PATHCONF3res res = { 0 };
-	struct nc_rpc r = NFS3_RPC(PATHCONF, &args, &res, cr);
+	struct nc__rpc r = NFS3_RPC(PATHCONF, &args, &res, cr);
 	int rc = nfs_call(c, &r, &res.status);
 
 	if (rc == 0) {

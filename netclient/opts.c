@@ -1,8 +1,10 @@
 /*
  * Mount options as nfs(5) names them, parsed from and written back to
- * "a,b=c,..." strings, and the calling process's AUTH_SYS credentials.
- * policy= (how the region API enforces the caller's regions) is parsed here
- * too, so that the daemon and intrfs-client take it the same way.
+ * "a,b=c,..." strings, what they mean to a transport (its timeout strategy
+ * and wait mode), and the calling process's AUTH_SYS credentials.  policy=
+ * (how the region API enforces the caller's regions) is parsed here too, so
+ * that the daemon and intrfs-client take it the same way.  Nothing here
+ * waits, talks to the network or prints; there are no locks.
  *
  * One table says what every option is, and both the parser and the
  * formatter walk it.  An option the table does not know is offered to the
@@ -34,6 +36,13 @@
 /* nfs(5): rsize and wsize are rounded down to a multiple of 1024. */
 #define IO_GRANULE 1024
 #define PORT_MAX 65535 /* 0 means "ask rpcbind" */
+
+/*
+ * nfs(5) on TCP: the timeout grows linearly by timeo at each
+ * retransmission, up to 600 seconds.
+ */
+#define DECISECOND_NS 100000000ull
+#define TIMEOUT_MAX_NS (600ull * 1000000000ull)
 
 /* The only protocol version and transport this client speaks. */
 #define ONLY_VERS "3"
@@ -334,6 +343,42 @@ void nc_opts_format(const struct nc_opts *o, char *buf, size_t len)
 			break;
 		}
 	}
+}
+
+/*
+ * As Linux's nfs_init_timeout_values() for TCP: the first timeout is timeo
+ * (capped at the maximum), each retransmission adds as much again, and
+ * retrans retransmissions make a major timeout.  timeo 0 (no option parsed
+ * gives it) is taken as the smallest timeo.
+ */
+struct nc__timeout nc__timeout_of(enum nc_timeo_mode mode, unsigned timeo,
+				  unsigned retrans)
+{
+	uint64_t initial =
+		(uint64_t)(timeo ? timeo : TIMEO_MIN) * DECISECOND_NS;
+	struct nc__timeout to;
+
+	if (initial > TIMEOUT_MAX_NS)
+		initial = TIMEOUT_MAX_NS;
+	to.initial_ns = initial;
+	to.increment_ns = initial;
+	to.max_ns = TIMEOUT_MAX_NS;
+	to.retries = retrans;
+	to.mode = mode;
+	return to;
+}
+
+enum task_mode nc__wait_mode(enum nc_intr_mode m)
+{
+	switch (m) {
+	case NC_INTR:
+		return TASK_INTERRUPTIBLE;
+	case NC_NOINTR:
+		return TASK_UNINTERRUPTIBLE;
+	case NC_KILLABLE:
+		break;
+	}
+	return TASK_KILLABLE;
 }
 
 void nc_cred_self(struct nc_cred *cred)

@@ -1,16 +1,18 @@
 /*
- * The ONC RPC transport: one TCP connection to one server program, many
- * calls in flight, record marking (RFC 5531, section 11), AUTH_SYS, timeouts
- * and retransmission, hard/soft/softerr, reconnection.
+ * The ONC RPC transport's calls: one TCP connection to one server program,
+ * many calls in flight, record marking (RFC 5531, section 11), AUTH_SYS,
+ * timeouts and retransmission, hard/soft/softerr, reconnection.  The
+ * receiver thread, which reads the replies, is in xprt_recv.c; the state
+ * both share is in xprt_i.h.  The transport knows nothing of NFS nor of
+ * mount options: it runs with the timeouts, wait mode and slots its
+ * nc__xprt_cfg gives.
  *
  * A call runs in its caller's task from start to finish, modeled as a small
  * loop over steps named after what they do (xprt_send_pending, the wait,
  * call_timeout): encode the record, take a slot (an entry in the XID table),
  * connect if needed, transmit, wait for the reply or a timeout, retransmit
- * with the same XID, decode.  A receiver thread per transport only reads:
- * it splits the stream into records, finds the call by XID and hands it the
- * reply; it never waits for anything but the socket, so a call never waits
- * behind another task's reply.
+ * with the same XID, decode.  A call never waits behind another task's
+ * reply: the receiver hands each reply to its own call.
  *
  * The record send is the seed's scenario.  The send lock is taken with an
  * interruptible wait and the socket send waits interruptibly for room, the
@@ -24,57 +26,40 @@
  * timeout: then the connection is reset and the call fails, as every call
  * of a soft mount must.
  *
- * A connection can die without a word (a partition: no FIN, no RST) while
- * TCP backs off its retransmissions for minutes.  The receiver looks at the
- * socket twice a second while calls are in flight: data queued on a socket
- * that has had no acknowledgement for dead_after (timeo, within 1..10 s)
- * means the path is gone, and the connection is dropped and made again, with each connection
- * attempt bounded, so that calls go out as soon as the path is back; TCP
- * keepalive does the same for a connection where nothing is queued.
- * A stalled server (its kernel still acknowledges) is not a dead path.  When
- * a connection comes up, every call waiting is woken to send again at once.
+ * A connection the receiver finds dead (xprt_recv.c) is made again with
+ * each connection attempt bounded, so that calls go out as soon as the path
+ * is back; TCP keepalive drops a connection where nothing is queued the
+ * same way.  When a connection comes up, every call waiting is woken to
+ * send again at once.
  *
- * A stream that is not ONC RPC (a record too long, a record that is not a
- * reply, a reply that does not decode) is "not an RPC reply": -EPROTO.  On a
- * soft or softerr transport the calls in flight fail with it at once.
+ * Nothing here closes a socket that made it to NC__CONN_UP while the
+ * receiver runs: the receiver does.  Nothing here waits with x->lock held
+ * but on a condition of that lock.
  *
- * Lock order: send_lock before lock.  lock protects the connection state,
- * the XID table and every call's state; it is held only for short sections
- * (never across a socket wait), so it is taken without an interruptible
- * wait.  The socket fd is closed only by the receiver thread, so that it
- * never reads a descriptor that has been reused, and only with send_lock
- * held, so that no sender writes to one: a sender checks, with send_lock
- * held, that its connection is still the current one.
+ * Lock order (xprt_i.h): send_lock before lock.  lock protects the
+ * connection state, the timeouts, the XID table and every call's state; it
+ * is held only for short sections (never across a socket wait), so it is
+ * taken without an interruptible wait.  A sender checks, with send_lock
+ * held, that its connection is still the current one: the receiver closes
+ * a dropped socket only with send_lock held, so no sender ever writes to a
+ * descriptor number that a new socket took.
  */
-#include "netclient_i.h"
+#include "xprt_i.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
-/* Not netinet/tcp.h: its struct tcp_info lacks tcpi_snd_wnd. */
-#include <linux/tcp.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <linux/sockios.h>
 #include <sys/eventfd.h>
-#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
-/* Record marking: the last-fragment bit and the length of a fragment. */
-#define RM_LAST 0x80000000u
-#define RM_LEN_MASK 0x7fffffffu
-/* The biggest reply we take: a full READ plus headers and attributes. */
-#define REPLY_MAX (NC_MAX_IO + 64 * 1024)
 /* Room for the RPC call header and the largest AUTH_SYS credential. */
 #define CALL_HDR_MAX (64 + MAX_AUTH_BYTES)
-#define XID_BUCKETS 256
-#define RX_STAGING (64 * 1024)
-/* nfs(5): timeo grows linearly, up to 600 seconds. */
-#define TIMEO_MAX_NS (600ull * 1000000000ull)
-#define DECISECOND_NS 100000000ull
 /*
  * Reconnect backoff: from 100 ms, doubling, at most 2 s; one attempt waits
  * at most 2 s, after which a new socket sends a new SYN at once rather than
@@ -86,124 +71,28 @@
 /* A path is dead after this long without an acknowledgement: timeo, within. */
 #define DEAD_AFTER_MIN_NS 1000000000ull
 #define DEAD_AFTER_MAX_NS 10000000000ull
-/* How often the receiver looks at the socket while calls are in flight. */
-#define LIVENESS_POLL_MS 500
+#define NS_PER_SEC 1000000000ull
 /* Keepalive probes, one a second, before an idle connection is dead. */
 #define KEEPALIVE_PROBES 3
 
-enum call_state {
-	CALL_UNSENT, /* needs (re)transmission */
-	CALL_SENT, /* sent on connection sent_gen, waiting */
-	CALL_DONE, /* reply in hand, or failed (rc) */
-};
+/* Timing. */
 
-struct nc_waiter {
-	task_cond_t cond;
-	struct nc_waiter *next_slot; /* on xprt->slot_waiters */
-	bool on_slot_list;
-};
-
-struct nc_call {
-	struct nc_rpc *rpc;
-	uint32_t xid;
-	struct nc_waiter *waiter;
-	unsigned char *rec; /* record mark + call message but the tail */
-	size_t rec_len;
-	const unsigned char *tail; /* the rpc's tail, sent from where it is */
-	size_t tail_len; /* with its XDR padding */
-
-	/* Protected by xprt->lock. */
-	enum call_state state;
-	bool has_slot;
-	uint64_t sent_gen;
-	uint64_t deadline_ns; /* when the current timeout expires */
-	uint64_t timeout_ns; /* the current timeout */
-	uint64_t giveup_ns; /* soft: when the major timeout ends it; 0 */
-	unsigned minor; /* retransmissions since the last major */
-	unsigned char *reply;
-	size_t reply_len;
-	int rc;
-	struct nc_call *hnext;
-};
-
-enum conn_state { CONN_DOWN, CONN_CONNECTING, CONN_UP };
-
-struct nc_xprt {
-	char server[256];
-	struct sockaddr_in addr;
-	uint32_t prog, vers;
-	struct nc_opts opts;
-	unsigned slots;
-	struct nc_xstats *stats;
-	char machname[64];
-	enum task_mode mode; /* of every wait but the send primitive */
-
-	task_mutex_t send_lock; /* serialises records on the stream */
-	task_mutex_t lock;
-	/* Everything below is protected by lock. */
-	task_cond_t conn_cond; /* connection state and closing_fd changes */
-	enum conn_state conn;
-	int fd; /* -1 unless CONN_UP */
-	int closing_fd; /* the receiver closes it; -1 when none */
-	uint64_t gen; /* connection number, +1 per connect */
-	uint16_t local_port; /* source port of the last connection */
-	bool ever_connected;
-	unsigned connect_failures;
-	uint64_t next_connect_ns; /* no attempt before this */
-	bool not_responding; /* "still trying" or "timed out" printed */
-	bool garbage; /* the receiver found a stream not RPC */
-	struct nc_call *table[XID_BUCKETS];
-	unsigned inflight;
-	struct nc_waiter *slot_waiters;
-	uint32_t next_xid;
-	bool stop;
-
-	pthread_t rx;
-	int rx_efd; /* wakes the receiver: stop, or a disconnect */
-};
-
-static void count(_Atomic uint64_t *c)
+/* A soft call's whole budget: the first timeout, then one per retry. */
+static uint64_t major_budget(const struct nc__timeout *to)
 {
-	atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
-}
+	uint64_t t = 0;
 
-static enum task_mode wait_mode(enum nc_intr_mode m)
-{
-	switch (m) {
-	case NC_INTR:
-		return TASK_INTERRUPTIBLE;
-	case NC_NOINTR:
-		return TASK_UNINTERRUPTIBLE;
-	case NC_KILLABLE:
-		break;
-	}
-	return TASK_KILLABLE;
-}
+	for (unsigned i = 0; i <= to->retries; i++) {
+		uint64_t step = to->initial_ns + i * to->increment_ns;
 
-static uint64_t initial_timeout(const struct nc_xprt *x)
-{
-	uint64_t t =
-		(uint64_t)(x->opts.timeo ? x->opts.timeo : 1) * DECISECOND_NS;
-
-	return t < TIMEO_MAX_NS ? t : TIMEO_MAX_NS;
-}
-
-/* A soft call's whole budget: timeo, then timeo more per retransmission. */
-static uint64_t major_budget(const struct nc_xprt *x)
-{
-	uint64_t t = 0, step = initial_timeout(x);
-
-	for (unsigned i = 0; i <= x->opts.retrans; i++) {
-		uint64_t to = step * (i + 1);
-
-		t += to < TIMEO_MAX_NS ? to : TIMEO_MAX_NS;
+		t += step < to->max_ns ? step : to->max_ns;
 	}
 	return t;
 }
 
-static uint64_t dead_after(const struct nc_xprt *x)
+uint64_t nc__xprt_dead_after(const struct nc__xprt *x)
 {
-	uint64_t t = initial_timeout(x);
+	uint64_t t = x->timeout.initial_ns;
 
 	return t < DEAD_AFTER_MIN_NS ? DEAD_AFTER_MIN_NS :
 	       t > DEAD_AFTER_MAX_NS ? DEAD_AFTER_MAX_NS :
@@ -219,7 +108,8 @@ static int64_t until(uint64_t deadline)
 
 /* Encoding. */
 
-bool_t nc_xdr_authsys(XDR *xdrs, const struct nc_cred *cred)
+/* The AUTH_SYS credential body (RFC 5531, appendix A). */
+static bool_t xdr_authsys(XDR *xdrs, const struct nc_cred *cred)
 {
 	struct authunix_parms p;
 	gid_t gids[NC_MAX_GROUPS];
@@ -239,9 +129,9 @@ bool_t nc_xdr_authsys(XDR *xdrs, const struct nc_cred *cred)
 }
 
 /* Builds the whole record (mark + call header + arguments) for call. */
-static int encode_call(struct nc_xprt *x, struct nc_call *call)
+static int encode_call(struct nc__xprt *x, struct nc__call *call)
 {
-	struct nc_rpc *r = call->rpc;
+	struct nc__rpc *r = call->rpc;
 	char credbuf[MAX_AUTH_BYTES];
 	struct rpc_msg msg;
 	size_t args_len, cap;
@@ -258,7 +148,7 @@ static int encode_call(struct nc_xprt *x, struct nc_call *call)
 	msg.rm_call.cb_verf = _null_auth;
 	if (r->cred) {
 		xdrmem_create(&xdrs, credbuf, sizeof(credbuf), XDR_ENCODE);
-		if (!nc_xdr_authsys(&xdrs, r->cred))
+		if (!xdr_authsys(&xdrs, r->cred))
 			return -EINVAL;
 		msg.rm_call.cb_cred.oa_flavor = AUTH_SYS;
 		msg.rm_call.cb_cred.oa_base = credbuf;
@@ -297,8 +187,9 @@ static int encode_call(struct nc_xprt *x, struct nc_call *call)
 		call->tail_len = (r->tail_len + 3) & ~3u;
 	}
 	{
-		uint32_t mark = htonl(RM_LAST | (uint32_t)(call->rec_len - 4 +
-							   call->tail_len));
+		uint32_t mark =
+			htonl(NC__RM_LAST |
+			      (uint32_t)(call->rec_len - 4 + call->tail_len));
 
 		memcpy(call->rec, &mark, 4);
 	}
@@ -317,49 +208,11 @@ out:
 	return err;
 }
 
-/* Decodes a reply; returns 0 with r->resp filled, or -errno. */
-static int decode_reply(struct nc_xprt *x, struct nc_call *call)
-{
-	struct nc_rpc *r = call->rpc;
-	char verfbuf[MAX_AUTH_BYTES];
-	struct rpc_msg msg;
-	XDR xdrs;
-	int rc = 0;
-
-	memset(&msg, 0, sizeof(msg));
-	msg.acpted_rply.ar_verf.oa_base = verfbuf;
-	msg.acpted_rply.ar_results.where = r->resp;
-	msg.acpted_rply.ar_results.proc = r->xres;
-	xdrmem_create(&xdrs, (char *)call->reply, (u_int)call->reply_len,
-		      XDR_DECODE);
-	if (!xdr_replymsg(&xdrs, &msg)) {
-		/*
-		 * The header decoded or not, the results did not: free what
-		 * the result routine may have allocated.
-		 */
-		xdr_free(r->xres, r->resp);
-		count(&x->stats->bad_replies);
-		rc = -EPROTO; /* not an RPC reply we can read */
-	} else if (msg.rm_reply.rp_stat == MSG_DENIED) {
-		rc = nc_rpc_reject_errno(msg.rjcted_rply.rj_stat,
-					 msg.rjcted_rply.rj_why);
-	} else if (msg.acpted_rply.ar_stat != SUCCESS) {
-		rc = nc_rpc_accept_errno(msg.acpted_rply.ar_stat);
-	}
-	xdr_destroy(&xdrs);
-	return rc;
-}
-
 /* The XID table and slots.  Called with x->lock held. */
 
-static struct nc_call **bucket(struct nc_xprt *x, uint32_t xid)
+void nc__xid_insert(struct nc__xprt *x, struct nc__call *call)
 {
-	return &x->table[xid % XID_BUCKETS];
-}
-
-static void table_insert(struct nc_xprt *x, struct nc_call *call)
-{
-	struct nc_call **b = bucket(x, call->xid);
+	struct nc__call **b = nc__xid_bucket(x, call->xid);
 
 	call->hnext = *b;
 	*b = call;
@@ -367,10 +220,10 @@ static void table_insert(struct nc_xprt *x, struct nc_call *call)
 	x->inflight++;
 }
 
-static void wake_slot_waiters(struct nc_xprt *x)
+static void wake_slot_waiters(struct nc__xprt *x)
 {
 	while (x->slot_waiters) {
-		struct nc_waiter *w = x->slot_waiters;
+		struct nc__waiter *w = x->slot_waiters;
 
 		x->slot_waiters = w->next_slot;
 		w->on_slot_list = false;
@@ -378,13 +231,13 @@ static void wake_slot_waiters(struct nc_xprt *x)
 	}
 }
 
-static void table_remove(struct nc_xprt *x, struct nc_call *call)
+static void xid_remove(struct nc__xprt *x, struct nc__call *call)
 {
-	struct nc_call **p;
+	struct nc__call **p;
 
 	if (!call->has_slot)
 		return;
-	for (p = bucket(x, call->xid); *p; p = &(*p)->hnext) {
+	for (p = nc__xid_bucket(x, call->xid); *p; p = &(*p)->hnext) {
 		if (*p == call) {
 			*p = call->hnext;
 			break;
@@ -395,43 +248,42 @@ static void table_remove(struct nc_xprt *x, struct nc_call *call)
 	wake_slot_waiters(x);
 }
 
-static struct nc_call *table_find(struct nc_xprt *x, uint32_t xid)
+void nc__call_finish(struct nc__xprt *x, struct nc__call *call, int rc)
 {
-	for (struct nc_call *c = *bucket(x, xid); c; c = c->hnext)
-		if (c->xid == xid)
-			return c;
-	return NULL;
+	call->state = NC__CALL_DONE;
+	call->rc = rc;
+	xid_remove(x, call);
 }
 
 /* Wakes every task with a call in flight: the connection changed. */
-static void wake_all_calls(struct nc_xprt *x)
+static void wake_all_calls(struct nc__xprt *x)
 {
-	for (unsigned i = 0; i < XID_BUCKETS; i++)
-		for (struct nc_call *c = x->table[i]; c; c = c->hnext)
+	for (unsigned i = 0; i < NC__XID_BUCKETS; i++)
+		for (struct nc__call *c = x->table[i]; c; c = c->hnext)
 			task_cond_signal(&c->waiter->cond);
 }
 
 /*
  * Drops the connection.  Called with x->lock held.  The receiver closes the
- * socket; with reset, it does so with an RST, which also spares the source
- * port a TIME_WAIT so that the next connection can reuse it.
+ * socket, with an RST, which also spares the source port a TIME_WAIT so
+ * that the next connection can reuse it.
  */
-static void xprt_disconnect(struct nc_xprt *x, bool by_client)
+void nc__xprt_disconnect(struct nc__xprt *x, bool by_client)
 {
 	uint64_t one = 1;
 	ssize_t n;
 
-	if (x->conn != CONN_UP)
+	if (x->conn != NC__CONN_UP)
 		return;
 	if (by_client)
-		count(&x->stats->resets);
+		nc__count(&x->stats->resets);
 	/*
 	 * A close would not wake a task that polls the socket (its poll
 	 * holds the socket open): shut it down, so that a sender stuck on a
 	 * dead path sees the connection go and sends again on the next one.
 	 */
 	shutdown(x->fd, SHUT_RDWR);
-	x->conn = CONN_DOWN;
+	x->conn = NC__CONN_DOWN;
 	x->closing_fd = x->fd;
 	x->fd = -1;
 	n = write(x->rx_efd, &one, sizeof(one));
@@ -440,9 +292,16 @@ static void xprt_disconnect(struct nc_xprt *x, bool by_client)
 	wake_all_calls(x);
 }
 
-/* Connecting.  Called with x->lock held; drops it while it waits. */
+/*
+ * Connecting.  xprt_connect_locked() is called with x->lock held and drops
+ * it while it connects; the socket work below it runs without the lock.
+ */
 
-static int open_socket(struct nc_xprt *x, uint16_t port)
+/*
+ * A non-blocking socket, bound to port unless 0, whose keepalive drops an
+ * idle connection after keepidle seconds of silence and a few probes.
+ */
+static int open_socket(uint16_t port, int keepidle)
 {
 	int one = 1;
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -452,11 +311,11 @@ static int open_socket(struct nc_xprt *x, uint16_t port)
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	{
 		/* An idle connection whose path died goes in seconds. */
-		int idle = (int)(dead_after(x) / 1000000000ull), intvl = 1,
-		    cnt = KEEPALIVE_PROBES;
+		int intvl = 1, cnt = KEEPALIVE_PROBES;
 
 		setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
-		setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+		setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &keepidle,
+			   sizeof(keepidle));
 		setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl,
 			   sizeof(intvl));
 		setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
@@ -479,13 +338,13 @@ static int open_socket(struct nc_xprt *x, uint16_t port)
 	return fd;
 }
 
-static int try_connect(struct nc_xprt *x, uint16_t port, uint64_t deadline,
-		       int *out)
+static int try_connect(struct nc__xprt *x, uint16_t port, int keepidle,
+		       uint64_t deadline, int *out)
 {
 	socklen_t len = sizeof(int);
 	int fd, rc, soerr = 0;
 
-	fd = open_socket(x, port);
+	fd = open_socket(port, keepidle);
 	if (fd < 0)
 		return fd;
 	if (connect(fd, (struct sockaddr *)&x->addr, sizeof(x->addr)) < 0) {
@@ -493,7 +352,7 @@ static int try_connect(struct nc_xprt *x, uint16_t port, uint64_t deadline,
 			rc = -errno;
 			goto out_close;
 		}
-		rc = task_wait_fd(fd, POLLOUT, x->mode,
+		rc = task_wait_fd(fd, POLLOUT, x->wait_mode,
 				  deadline ? until(deadline) : TASK_FOREVER,
 				  NULL);
 		if (rc)
@@ -517,23 +376,23 @@ out_close:
  * deadline (0: none) passed first, -EAGAIN when the backoff says not yet
  * (*retry_at tells when), or the connect error.
  */
-static int xprt_connect_locked(struct nc_xprt *x, uint64_t deadline,
+static int xprt_connect_locked(struct nc__xprt *x, uint64_t deadline,
 			       uint64_t *retry_at)
 {
 	struct sockaddr_in local;
 	socklen_t llen = sizeof(local);
 	uint16_t port;
-	int rc, fd = -1;
+	int rc, keepidle, fd = -1;
 
 	for (;;) {
 		if (x->stop)
 			return -ESHUTDOWN;
-		if (x->conn == CONN_UP)
+		if (x->conn == NC__CONN_UP)
 			return 0;
-		if (x->conn == CONN_DOWN && x->closing_fd < 0)
+		if (x->conn == NC__CONN_DOWN && x->closing_fd < 0)
 			break;
 		/* Another task is connecting, or the old socket is closing. */
-		rc = task_cond_wait(&x->conn_cond, &x->lock, x->mode,
+		rc = task_cond_wait(&x->conn_cond, &x->lock, x->wait_mode,
 				    deadline ? until(deadline) : TASK_FOREVER);
 		if (rc)
 			return rc;
@@ -542,8 +401,10 @@ static int xprt_connect_locked(struct nc_xprt *x, uint64_t deadline,
 		*retry_at = x->next_connect_ns;
 		return -EAGAIN;
 	}
-	x->conn = CONN_CONNECTING;
+	x->conn = NC__CONN_CONNECTING;
 	port = x->local_port;
+	/* An idle connection whose path died goes in seconds. */
+	keepidle = (int)(nc__xprt_dead_after(x) / NS_PER_SEC);
 	task_mutex_unlock(&x->lock);
 
 	{
@@ -552,9 +413,9 @@ static int xprt_connect_locked(struct nc_xprt *x, uint64_t deadline,
 		if (!deadline || deadline > cap)
 			deadline = cap;
 	}
-	rc = port ? try_connect(x, port, deadline, &fd) : -EADDRINUSE;
+	rc = port ? try_connect(x, port, keepidle, deadline, &fd) : -EADDRINUSE;
 	if (rc == -EADDRINUSE || rc == -EADDRNOTAVAIL)
-		rc = try_connect(x, 0, deadline, &fd);
+		rc = try_connect(x, 0, keepidle, deadline, &fd);
 	if (rc == 0 && getsockname(fd, (struct sockaddr *)&local, &llen) < 0)
 		local.sin_port = 0;
 
@@ -568,7 +429,7 @@ static int xprt_connect_locked(struct nc_xprt *x, uint64_t deadline,
 							   7;
 		uint64_t backoff = CONNECT_BACKOFF_MIN_NS << shift;
 
-		x->conn = CONN_DOWN;
+		x->conn = NC__CONN_DOWN;
 		if (rc != -EINTR) {
 			x->connect_failures++;
 			if (backoff > CONNECT_BACKOFF_MAX_NS)
@@ -579,15 +440,15 @@ static int xprt_connect_locked(struct nc_xprt *x, uint64_t deadline,
 		return rc;
 	}
 	if (x->ever_connected) {
-		count(&x->stats->reconnects);
+		nc__count(&x->stats->reconnects);
 		if (port && ntohs(local.sin_port) == port)
-			count(&x->stats->same_port);
+			nc__count(&x->stats->same_port);
 	}
 	x->ever_connected = true;
 	x->local_port = ntohs(local.sin_port);
 	x->fd = fd;
 	x->gen++;
-	x->conn = CONN_UP;
+	x->conn = NC__CONN_UP;
 	x->connect_failures = 0;
 	x->next_connect_ns = 0;
 	x->garbage = false;
@@ -597,13 +458,13 @@ static int xprt_connect_locked(struct nc_xprt *x, uint64_t deadline,
 	return 0;
 }
 
-int nc_xprt_connect(struct nc_xprt *x)
+int nc__xprt_connect(struct nc__xprt *x)
 {
 	uint64_t retry_at = 0;
 	int rc;
 
 	task_mutex_lock_nofail(&x->lock);
-	rc = xprt_connect_locked(x, region_now_ns() + initial_timeout(x),
+	rc = xprt_connect_locked(x, region_now_ns() + x->timeout.initial_ns,
 				 &retry_at);
 	task_mutex_unlock(&x->lock);
 	return rc;
@@ -615,10 +476,10 @@ int nc_xprt_connect(struct nc_xprt *x)
  * Sends what is left of call's record from byte off on: the encoded part,
  * then the tail from the caller's buffer, then the tail's padding.
  */
-static ssize_t send_from(int fd, const struct nc_call *call, size_t off)
+static ssize_t send_from(int fd, const struct nc__call *call, size_t off)
 {
 	static const unsigned char zeros[4];
-	const struct nc_rpc *r = call->rpc;
+	const struct nc__rpc *r = call->rpc;
 	struct iovec iov[3];
 	struct msghdr msg = { 0 };
 	size_t pad = call->tail_len - r->tail_len;
@@ -654,7 +515,7 @@ static ssize_t send_from(int fd, const struct nc_call *call, size_t off)
  * major timeout (soft) came with the record partly sent, and the
  * connection was reset.
  */
-static int send_record(struct nc_xprt *x, struct nc_call *call, int fd,
+static int send_record(struct nc__xprt *x, struct nc__call *call, int fd,
 		       uint64_t gen, uint64_t deadline)
 {
 	uint64_t giveup = call->giveup_ns;
@@ -697,9 +558,9 @@ static int send_record(struct nc_xprt *x, struct nc_call *call, int fd,
 			return rc; /* -EINTR or -ETIMEDOUT: nothing sent */
 		/* Cut mid-record: the stream cannot be trusted any more. */
 		task_mutex_lock_nofail(&x->lock);
-		count(&x->stats->partial_resets);
+		nc__count(&x->stats->partial_resets);
 		if (x->gen == gen)
-			xprt_disconnect(x, true);
+			nc__xprt_disconnect(x, true);
 		task_mutex_unlock(&x->lock);
 		if (rc == -ETIMEDOUT)
 			rc = -ECANCELED; /* soft: the major timeout */
@@ -719,30 +580,30 @@ static int send_record(struct nc_xprt *x, struct nc_call *call, int fd,
  * until the server answers again, as Linux says it.  Called with x->lock
  * held.
  */
-static int soft_timeout(struct nc_xprt *x)
+static int soft_timeout(struct nc__xprt *x)
 {
 	if (!x->not_responding) {
 		x->not_responding = true;
 		fprintf(stderr, "intrfs: server %s not responding, timed out\n",
 			x->server);
 	}
-	return x->opts.timeo_mode == NC_SOFT ? -EIO : -ETIMEDOUT;
+	return x->timeout.mode == NC_SOFT ? -EIO : -ETIMEDOUT;
 }
 
 /*
  * A call's timeout expired.  Called with x->lock held.  Returns 0 to go on
  * (retransmit), or the error that ends the call (soft, softerr).
  */
-static int call_timeout(struct nc_xprt *x, struct nc_call *call)
+static int call_timeout(struct nc__xprt *x, struct nc__call *call)
 {
 	call->minor++;
-	if (call->minor <= x->opts.retrans) {
-		call->timeout_ns += initial_timeout(x);
-		if (call->timeout_ns > TIMEO_MAX_NS)
-			call->timeout_ns = TIMEO_MAX_NS;
+	if (call->minor <= x->timeout.retries) {
+		call->timeout_ns += x->timeout.increment_ns;
+		if (call->timeout_ns > x->timeout.max_ns)
+			call->timeout_ns = x->timeout.max_ns;
 	} else {
-		count(&x->stats->major_timeouts);
-		if (x->opts.timeo_mode != NC_HARD)
+		nc__count(&x->stats->major_timeouts);
+		if (x->timeout.mode != NC_HARD)
 			return soft_timeout(x);
 		if (!x->not_responding) {
 			x->not_responding = true;
@@ -756,21 +617,14 @@ static int call_timeout(struct nc_xprt *x, struct nc_call *call)
 		}
 		/* As Linux does after a major timeout: start over. */
 		call->minor = 0;
-		call->timeout_ns = initial_timeout(x);
+		call->timeout_ns = x->timeout.initial_ns;
 	}
-	if (call->state == CALL_SENT) {
-		call->state = CALL_UNSENT;
-		count(&x->stats->retransmits);
+	if (call->state == NC__CALL_SENT) {
+		call->state = NC__CALL_UNSENT;
+		nc__count(&x->stats->retransmits);
 	}
 	call->deadline_ns = region_now_ns() + call->timeout_ns;
 	return 0;
-}
-
-static void call_finish(struct nc_xprt *x, struct nc_call *call, int rc)
-{
-	call->state = CALL_DONE;
-	call->rc = rc;
-	table_remove(x, call);
 }
 
 /*
@@ -779,28 +633,28 @@ static void call_finish(struct nc_xprt *x, struct nc_call *call, int rc)
  * interrupted: the caller ends the batch), or -EAGAIN with *retry_at set
  * when the connection cannot be made yet.
  */
-static int xprt_send_pending(struct nc_xprt *x, struct nc_call *calls,
+static int xprt_send_pending(struct nc__xprt *x, struct nc__call *calls,
 			     unsigned n, uint64_t *retry_at)
 {
 	for (unsigned i = 0; i < n; i++) {
-		struct nc_call *call = &calls[i];
+		struct nc__call *call = &calls[i];
 		uint64_t gen;
 		int fd, rc;
 
-		if (call->state == CALL_DONE)
+		if (call->state == NC__CALL_DONE)
 			continue;
-		if (call->state == CALL_SENT &&
-		    (x->conn != CONN_UP || call->sent_gen != x->gen)) {
+		if (call->state == NC__CALL_SENT &&
+		    (x->conn != NC__CONN_UP || call->sent_gen != x->gen)) {
 			/* Sent on a connection that is gone: again. */
-			call->state = CALL_UNSENT;
-			count(&x->stats->retransmits);
+			call->state = NC__CALL_UNSENT;
+			nc__count(&x->stats->retransmits);
 		}
-		if (call->state != CALL_UNSENT)
+		if (call->state != NC__CALL_UNSENT)
 			continue;
 		if (!call->has_slot) {
 			if (x->inflight >= x->slots)
 				continue; /* woken when one frees */
-			table_insert(x, call);
+			nc__xid_insert(x, call);
 		}
 		rc = xprt_connect_locked(x, call->deadline_ns, retry_at);
 		if (rc == -EINTR || rc == -EAGAIN || rc == -ESHUTDOWN)
@@ -811,9 +665,9 @@ static int xprt_send_pending(struct nc_xprt *x, struct nc_call *calls,
 			 * now with the reason; otherwise the call's timeouts
 			 * decide, and the backoff paces the attempts.
 			 */
-			if (!x->ever_connected &&
-			    x->opts.timeo_mode != NC_HARD && rc != -ETIMEDOUT) {
-				call_finish(x, call, rc);
+			if (!x->ever_connected && x->timeout.mode != NC_HARD &&
+			    rc != -ETIMEDOUT) {
+				nc__call_finish(x, call, rc);
 				continue;
 			}
 			*retry_at = x->next_connect_ns;
@@ -834,7 +688,7 @@ static int xprt_send_pending(struct nc_xprt *x, struct nc_call *calls,
 			 * still that socket (not a number reused since).
 			 */
 			task_mutex_lock_nofail(&x->lock);
-			current = x->gen == gen && x->conn == CONN_UP;
+			current = x->gen == gen && x->conn == NC__CONN_UP;
 			task_mutex_unlock(&x->lock);
 			rc = current ? send_record(x, call, fd, gen,
 						   call->deadline_ns) :
@@ -847,19 +701,19 @@ static int xprt_send_pending(struct nc_xprt *x, struct nc_call *calls,
 		 * The reply may have come while x->lock was dropped: the call
 		 * is done then, and must stay so.
 		 */
-		if (call->state == CALL_DONE)
+		if (call->state == NC__CALL_DONE)
 			continue;
 		if (rc == -EINTR)
 			return rc;
-		if (rc == 0 && x->gen == gen && x->conn == CONN_UP) {
-			call->state = CALL_SENT;
+		if (rc == 0 && x->gen == gen && x->conn == NC__CONN_UP) {
+			call->state = NC__CALL_SENT;
 			call->sent_gen = gen;
 		} else if (rc == -ECANCELED) {
-			count(&x->stats->major_timeouts);
-			call_finish(x, call, soft_timeout(x));
+			nc__count(&x->stats->major_timeouts);
+			nc__call_finish(x, call, soft_timeout(x));
 		} else if (rc == -ECONNRESET) {
 			if (x->gen == gen)
-				xprt_disconnect(x, false);
+				nc__xprt_disconnect(x, false);
 		}
 		/* -ETIMEDOUT: the wait below runs the timeout at once. */
 	}
@@ -867,21 +721,21 @@ static int xprt_send_pending(struct nc_xprt *x, struct nc_call *calls,
 }
 
 /* The earliest deadline among calls still running. */
-static uint64_t next_deadline(struct nc_call *calls, unsigned n)
+static uint64_t next_deadline(struct nc__call *calls, unsigned n)
 {
 	uint64_t d = 0;
 
 	for (unsigned i = 0; i < n; i++)
-		if (calls[i].state != CALL_DONE &&
+		if (calls[i].state != NC__CALL_DONE &&
 		    (!d || calls[i].deadline_ns < d))
 			d = calls[i].deadline_ns;
 	return d;
 }
 
-static bool all_done(struct nc_call *calls, unsigned n)
+static bool all_done(struct nc__call *calls, unsigned n)
 {
 	for (unsigned i = 0; i < n; i++)
-		if (calls[i].state != CALL_DONE)
+		if (calls[i].state != NC__CALL_DONE)
 			return false;
 	return true;
 }
@@ -890,21 +744,21 @@ static bool all_done(struct nc_call *calls, unsigned n)
  * Runs call_timeout() for every call whose deadline has passed; true if
  * any did.  Called with x->lock held.
  */
-static bool run_timeouts(struct nc_xprt *x, struct nc_call *calls, unsigned n)
+static bool run_timeouts(struct nc__xprt *x, struct nc__call *calls, unsigned n)
 {
 	uint64_t now = region_now_ns();
 	bool any = false;
 
 	for (unsigned i = 0; i < n; i++) {
-		struct nc_call *call = &calls[i];
+		struct nc__call *call = &calls[i];
 		int err;
 
-		if (call->state == CALL_DONE || now < call->deadline_ns)
+		if (call->state == NC__CALL_DONE || now < call->deadline_ns)
 			continue;
 		any = true;
 		err = call_timeout(x, call);
 		if (err)
-			call_finish(x, call, err);
+			nc__call_finish(x, call, err);
 	}
 	return any;
 }
@@ -914,16 +768,16 @@ static bool run_timeouts(struct nc_xprt *x, struct nc_call *calls, unsigned n)
  * the call went out on another one, or never did and has room.  Called
  * with x->lock held.
  */
-static bool can_send_now(struct nc_xprt *x, struct nc_call *calls, unsigned n)
+static bool can_send_now(struct nc__xprt *x, struct nc__call *calls, unsigned n)
 {
-	if (x->conn != CONN_UP)
+	if (x->conn != NC__CONN_UP)
 		return false;
 	for (unsigned i = 0; i < n; i++) {
-		const struct nc_call *call = &calls[i];
+		const struct nc__call *call = &calls[i];
 
-		if (call->state == CALL_SENT && call->sent_gen != x->gen)
+		if (call->state == NC__CALL_SENT && call->sent_gen != x->gen)
 			return true;
-		if (call->state == CALL_UNSENT &&
+		if (call->state == NC__CALL_UNSENT &&
 		    (call->has_slot || x->inflight < x->slots))
 			return true;
 	}
@@ -931,20 +785,20 @@ static bool can_send_now(struct nc_xprt *x, struct nc_call *calls, unsigned n)
 }
 
 /* Every call has gone out whole at least once, or has its reply. */
-static bool all_sent(struct nc_call *calls, unsigned n)
+static bool all_sent(struct nc__call *calls, unsigned n)
 {
 	for (unsigned i = 0; i < n; i++)
-		if (calls[i].state == CALL_UNSENT ||
-		    (calls[i].state == CALL_DONE && calls[i].rc != 0))
+		if (calls[i].state == NC__CALL_UNSENT ||
+		    (calls[i].state == NC__CALL_DONE && calls[i].rc != 0))
 			return false;
 	return true;
 }
 
-int nc_xprt_batch_notify(struct nc_xprt *x, struct nc_rpc *rpcs, unsigned n,
-			 const struct nc_sent_notify *sent)
+int nc__xprt_batch_notify(struct nc__xprt *x, struct nc__rpc *rpcs, unsigned n,
+			  const struct nc_sent_notify *sent)
 {
-	struct nc_waiter waiter = { 0 };
-	struct nc_call *calls;
+	struct nc__waiter waiter = { 0 };
+	struct nc__call *calls;
 	int first = 0, rc;
 	uint64_t start;
 
@@ -961,23 +815,23 @@ int nc_xprt_batch_notify(struct nc_xprt *x, struct nc_rpc *rpcs, unsigned n,
 	task_mutex_lock_nofail(&x->lock);
 	start = region_now_ns();
 	for (unsigned i = 0; i < n; i++) {
-		struct nc_call *call = &calls[i];
+		struct nc__call *call = &calls[i];
 
 		call->rpc = &rpcs[i];
 		call->waiter = &waiter;
 		call->xid = x->next_xid++;
-		call->timeout_ns = initial_timeout(x);
+		call->timeout_ns = x->timeout.initial_ns;
 		call->deadline_ns = start + call->timeout_ns;
-		call->giveup_ns = x->opts.timeo_mode == NC_HARD ?
+		call->giveup_ns = x->timeout.mode == NC_HARD ?
 					  0 :
-					  start + major_budget(x);
-		call->state = CALL_UNSENT;
+					  start + major_budget(&x->timeout);
+		call->state = NC__CALL_UNSENT;
 	}
 	task_mutex_unlock(&x->lock);
 	for (unsigned i = 0; i < n; i++) {
 		rc = encode_call(x, &calls[i]);
 		if (rc) {
-			calls[i].state = CALL_DONE;
+			calls[i].state = NC__CALL_DONE;
 			calls[i].rc = rc;
 		}
 	}
@@ -1023,7 +877,7 @@ int nc_xprt_batch_notify(struct nc_xprt *x, struct nc_rpc *rpcs, unsigned n,
 			x->slot_waiters = &waiter;
 			waiter.on_slot_list = true;
 		}
-		rc = task_cond_wait(&waiter.cond, &x->lock, x->mode,
+		rc = task_cond_wait(&waiter.cond, &x->lock, x->wait_mode,
 				    until(wake));
 		if (rc == -EINTR)
 			break;
@@ -1031,14 +885,14 @@ int nc_xprt_batch_notify(struct nc_xprt *x, struct nc_rpc *rpcs, unsigned n,
 	}
 	/* Whatever is still running ends with the reason the loop ended. */
 	for (unsigned i = 0; i < n; i++) {
-		if (calls[i].state != CALL_DONE) {
-			call_finish(x, &calls[i], rc ? rc : -EIO);
+		if (calls[i].state != NC__CALL_DONE) {
+			nc__call_finish(x, &calls[i], rc ? rc : -EIO);
 			if (rc == -EINTR)
-				count(&x->stats->interrupted);
+				nc__count(&x->stats->interrupted);
 		}
 	}
 	if (waiter.on_slot_list) {
-		struct nc_waiter **p;
+		struct nc__waiter **p;
 
 		for (p = &x->slot_waiters; *p; p = &(*p)->next_slot)
 			if (*p == &waiter) {
@@ -1049,16 +903,16 @@ int nc_xprt_batch_notify(struct nc_xprt *x, struct nc_rpc *rpcs, unsigned n,
 	task_mutex_unlock(&x->lock);
 
 	for (unsigned i = 0; i < n; i++) {
-		struct nc_call *call = &calls[i];
+		struct nc__call *call = &calls[i];
 
 		if (call->rc == 0 && call->reply)
-			call->rc = decode_reply(x, call);
+			call->rc = nc__decode_reply(x, call);
 		else if (call->rc == 0)
 			call->rc = -EIO;
 		rpcs[i].rc = call->rc;
 		if (call->rc && !first)
 			first = call->rc;
-		count(&x->stats->calls);
+		nc__count(&x->stats->calls);
 		free(call->reply);
 		free(call->rec);
 	}
@@ -1067,331 +921,26 @@ int nc_xprt_batch_notify(struct nc_xprt *x, struct nc_rpc *rpcs, unsigned n,
 	return first;
 }
 
-int nc_xprt_batch(struct nc_xprt *x, struct nc_rpc *rpcs, unsigned n)
+int nc__xprt_batch(struct nc__xprt *x, struct nc__rpc *rpcs, unsigned n)
 {
-	return nc_xprt_batch_notify(x, rpcs, n, NULL);
+	return nc__xprt_batch_notify(x, rpcs, n, NULL);
 }
 
-int nc_xprt_call(struct nc_xprt *x, struct nc_rpc *r)
+int nc__xprt_call(struct nc__xprt *x, struct nc__rpc *r)
 {
-	return nc_xprt_batch(x, r, 1);
-}
-
-/* Receiving: the receiver thread. */
-
-/*
- * Hands a complete record to its call.  Takes ownership of rec.  Returns
- * -EPROTO for a record that is not an RPC reply at all.
- */
-static int deliver(struct nc_xprt *x, unsigned char *rec, size_t len)
-{
-	struct nc_call *call;
-	uint32_t xid, dir;
-
-	if (len < 8) {
-		count(&x->stats->bad_replies);
-		free(rec);
-		return -EPROTO;
-	}
-	memcpy(&xid, rec, 4);
-	memcpy(&dir, rec + 4, 4);
-	/* XDR put both in network order. */
-	xid = ntohl(xid);
-	if (ntohl(dir) != REPLY) {
-		count(&x->stats->bad_replies);
-		free(rec);
-		return -EPROTO;
-	}
-	task_mutex_lock_nofail(&x->lock);
-	call = table_find(x, xid);
-	if (!call || call->state == CALL_DONE) {
-		count(&x->stats->unknown_xids);
-		task_mutex_unlock(&x->lock);
-		free(rec);
-		return 0;
-	}
-	call->reply = rec;
-	call->reply_len = len;
-	call_finish(x, call, 0);
-	task_cond_signal(&call->waiter->cond);
-	if (x->not_responding) {
-		x->not_responding = false;
-		fprintf(stderr, "intrfs: server %s OK\n", x->server);
-	}
-	task_mutex_unlock(&x->lock);
-	return 0;
-}
-
-/*
- * Ends every call in flight with rc (a stream that is not RPC, on a
- * transport that does not retry for ever).  Called with x->lock held.
- */
-static void fail_all_calls(struct nc_xprt *x, int rc)
-{
-	for (unsigned i = 0; i < XID_BUCKETS; i++) {
-		while (x->table[i]) {
-			struct nc_call *c = x->table[i];
-
-			call_finish(x, c, rc);
-			task_cond_signal(&c->waiter->cond);
-		}
-	}
-}
-
-/* The record parser's state. */
-struct rx {
-	unsigned char staging[RX_STAGING];
-	size_t have, pos; /* staging[pos, have) not consumed */
-	unsigned char mark[4];
-	unsigned mark_have;
-	size_t frag_left; /* bytes of the current fragment still due */
-	bool last; /* the current fragment is the record's last */
-	unsigned char *rec;
-	size_t rec_len, rec_cap;
-};
-
-static void rx_reset(struct rx *rx)
-{
-	free(rx->rec);
-	rx->rec = NULL;
-	rx->rec_len = rx->rec_cap = 0;
-	rx->have = rx->pos = 0;
-	rx->mark_have = 0;
-	rx->frag_left = 0;
-	rx->last = false;
-}
-
-/*
- * Consumes staged bytes.  Returns 0, or -EPROTO when the stream can no
- * longer be trusted (a record beyond REPLY_MAX, or one that is not a
- * reply).
- */
-static int rx_parse(struct nc_xprt *x, struct rx *rx)
-{
-	while (rx->pos < rx->have) {
-		size_t avail = rx->have - rx->pos, take;
-
-		if (rx->frag_left == 0 && rx->mark_have < 4) {
-			uint32_t m;
-
-			take = 4 - rx->mark_have < avail ? 4 - rx->mark_have :
-							   avail;
-			memcpy(rx->mark + rx->mark_have, rx->staging + rx->pos,
-			       take);
-			rx->mark_have += (unsigned)take;
-			rx->pos += take;
-			if (rx->mark_have < 4)
-				break;
-			memcpy(&m, rx->mark, 4);
-			m = ntohl(m);
-			rx->last = (m & RM_LAST) != 0;
-			rx->frag_left = m & RM_LEN_MASK;
-			if (rx->rec_len + rx->frag_left > REPLY_MAX) {
-				count(&x->stats->bad_replies);
-				return -EPROTO;
-			}
-			if (rx->rec_len + rx->frag_left > rx->rec_cap) {
-				size_t cap = rx->rec_len + rx->frag_left;
-				unsigned char *p =
-					realloc(rx->rec, cap ? cap : 1);
-
-				if (!p)
-					return -ENOMEM;
-				rx->rec = p;
-				rx->rec_cap = cap;
-			}
-		}
-		take = rx->frag_left < rx->have - rx->pos ? rx->frag_left :
-							    rx->have - rx->pos;
-		memcpy(rx->rec + rx->rec_len, rx->staging + rx->pos, take);
-		rx->rec_len += take;
-		rx->pos += take;
-		rx->frag_left -= take;
-		if (rx->frag_left == 0) {
-			rx->mark_have = 0;
-			if (rx->last) {
-				int rc = deliver(x, rx->rec, rx->rec_len);
-
-				rx->rec = NULL;
-				rx->rec_len = rx->rec_cap = 0;
-				if (rc)
-					return rc;
-			}
-		}
-	}
-	if (rx->pos == rx->have)
-		rx->pos = rx->have = 0;
-	return 0;
-}
-
-/*
- * Whether the path to the server is dead: data in flight that the server's
- * TCP has not acknowledged for dead_after(), while calls wait.
- */
-static bool path_dead(struct nc_xprt *x, int fd)
-{
-	struct tcp_info ti;
-	socklen_t len = sizeof(ti);
-	unsigned inflight;
-	int outq = 0;
-
-	task_mutex_lock_nofail(&x->lock);
-	inflight = x->inflight;
-	task_mutex_unlock(&x->lock);
-	if (!inflight || getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0)
-		return false;
-	/*
-	 * Bytes queued, sent or not (TCP in loss recovery may hold back
-	 * what it has not sent), into a window the server opened, with no
-	 * ACK for that long.  A stopped server's kernel closes the window
-	 * instead, and answers the probes (ever rarer) that test it.
-	 */
-	if (ioctl(fd, SIOCOUTQ, &outq) < 0 || outq == 0 ||
-	    ti.tcpi_snd_wnd == 0 ||
-	    (uint64_t)ti.tcpi_last_ack_recv * 1000000ull < dead_after(x))
-		return false;
-	fprintf(stderr,
-		"intrfs: server %s has acknowledged nothing for %u s: "
-		"dropping the connection and making a new one\n",
-		x->server, ti.tcpi_last_ack_recv / 1000);
-	return true;
-}
-
-/*
- * Reads from fd until the connection ends, the transport stops or a
- * disconnect wakes us.  Returns true when the receiver should drop the
- * connection itself (EOF, error, untrustworthy stream, dead path).
- */
-static bool rx_connection(struct nc_xprt *x, struct rx *rx, int fd,
-			  uint64_t gen, bool *by_client, bool *garbage)
-{
-	struct pollfd p[2] = { { fd, POLLIN, 0 }, { x->rx_efd, POLLIN, 0 } };
-
-	for (;;) {
-		ssize_t n;
-		int ready = poll(p, 2, LIVENESS_POLL_MS);
-
-		if (ready < 0) {
-			if (errno == EINTR)
-				continue;
-			return true;
-		}
-		if (ready == 0) {
-			if (path_dead(x, fd)) {
-				*by_client = true;
-				return true;
-			}
-			continue;
-		}
-		if (p[1].revents) {
-			uint64_t v;
-			bool gone;
-
-			n = read(x->rx_efd, &v, sizeof(v));
-			(void)n;
-			task_mutex_lock_nofail(&x->lock);
-			gone = x->stop || x->gen != gen || x->conn != CONN_UP;
-			task_mutex_unlock(&x->lock);
-			if (gone)
-				return false;
-		}
-		if (!p[0].revents)
-			continue;
-		n = recv(fd, rx->staging + rx->have,
-			 sizeof(rx->staging) - rx->have, MSG_DONTWAIT);
-		if (n < 0 && (errno == EAGAIN || errno == EINTR))
-			continue;
-		if (n <= 0)
-			return true; /* EOF or a broken connection */
-		rx->have += (size_t)n;
-		if (rx_parse(x, rx) < 0) {
-			*by_client = true;
-			*garbage = true;
-			return true;
-		}
-	}
-}
-
-static void close_reset(int fd)
-{
-	struct linger lg = { 1, 0 };
-
-	setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
-	close(fd);
-}
-
-static void *rx_main(void *arg)
-{
-	struct nc_xprt *x = arg;
-	struct rx *rx = calloc(1, sizeof(*rx));
-
-	if (!rx)
-		abort();
-	task_mutex_lock_nofail(&x->lock);
-	for (;;) {
-		bool by_client = false, garbage = false, drop;
-		uint64_t gen;
-		int fd;
-
-		if (x->closing_fd >= 0) {
-			int cfd = x->closing_fd;
-
-			/*
-			 * A sender may still be inside send_record() with it
-			 * (woken by the shutdown, about to see the error):
-			 * close it only when none is, so that no sender ever
-			 * writes to a number that a new socket took.
-			 */
-			task_mutex_unlock(&x->lock);
-			task_mutex_lock_nofail(&x->send_lock);
-			close_reset(cfd);
-			task_mutex_unlock(&x->send_lock);
-			task_mutex_lock_nofail(&x->lock);
-			x->closing_fd = -1;
-			task_cond_broadcast(&x->conn_cond);
-			continue;
-		}
-		if (x->stop)
-			break;
-		if (x->conn != CONN_UP) {
-			/* Not a task: nothing can interrupt this wait. */
-			int rc = task_cond_wait(&x->conn_cond, &x->lock,
-						TASK_UNINTERRUPTIBLE,
-						TASK_FOREVER);
-
-			(void)rc;
-			continue;
-		}
-		fd = x->fd;
-		gen = x->gen;
-		task_mutex_unlock(&x->lock);
-
-		rx_reset(rx);
-		drop = rx_connection(x, rx, fd, gen, &by_client, &garbage);
-
-		task_mutex_lock_nofail(&x->lock);
-		if (drop && x->gen == gen && x->conn == CONN_UP)
-			xprt_disconnect(x, by_client);
-		if (garbage) {
-			x->garbage = true;
-			/* Sending again would get the same: soft ends here. */
-			if (x->opts.timeo_mode != NC_HARD)
-				fail_all_calls(x, -EPROTO);
-		}
-	}
-	task_mutex_unlock(&x->lock);
-	rx_reset(rx);
-	free(rx);
-	return NULL;
+	return nc__xprt_batch(x, r, 1);
 }
 
 /* Creation. */
 
-int nc_xprt_create(const struct nc_xprt_cfg *cfg, struct nc_xprt **out)
+int nc__xprt_create(const struct nc__xprt_cfg *cfg, struct nc__xprt **out)
 {
-	struct nc_xprt *x;
+	struct nc__xprt *x;
 	int err;
 
+	err = -EINVAL;
+	if (cfg->slots == 0)
+		goto out;
 	err = -ENOMEM;
 	x = calloc(1, sizeof(*x));
 	if (!x)
@@ -1400,12 +949,10 @@ int nc_xprt_create(const struct nc_xprt_cfg *cfg, struct nc_xprt **out)
 	x->addr = cfg->addr;
 	x->prog = cfg->prog;
 	x->vers = cfg->vers;
-	x->opts = *cfg->opts;
-	x->slots = cfg->slots	    ? cfg->slots :
-		   cfg->opts->slots ? cfg->opts->slots :
-				      1;
+	x->timeout = cfg->timeout;
+	x->wait_mode = cfg->wait_mode;
+	x->slots = cfg->slots;
 	x->stats = cfg->stats;
-	x->mode = wait_mode(cfg->opts->intr_mode);
 	x->fd = x->closing_fd = -1;
 	/* A random start, so that a restarted client does not reuse XIDs. */
 	x->next_xid = (uint32_t)region_now_ns() ^ (uint32_t)getpid() << 16;
@@ -1417,7 +964,7 @@ int nc_xprt_create(const struct nc_xprt_cfg *cfg, struct nc_xprt **out)
 		err = -errno;
 		goto out_free;
 	}
-	err = -pthread_create(&x->rx, NULL, rx_main, x);
+	err = -pthread_create(&x->rx, NULL, nc__xprt_receiver, x);
 	if (err)
 		goto out_close_efd;
 	*out = x;
@@ -1431,31 +978,29 @@ out:
 	return err;
 }
 
-void nc_xprt_set_opts(struct nc_xprt *x, const struct nc_opts *o)
+void nc__xprt_set_timeout(struct nc__xprt *x, const struct nc__timeout *to)
 {
 	task_mutex_lock_nofail(&x->lock);
-	x->opts = *o;
-	x->mode = wait_mode(o->intr_mode);
+	x->timeout = *to;
 	task_mutex_unlock(&x->lock);
 }
 
-void nc_xprt_shutdown(struct nc_xprt *x)
+unsigned nc__xprt_slots(const struct nc__xprt *x)
+{
+	return x->slots;
+}
+
+void nc__xprt_shutdown(struct nc__xprt *x)
 {
 	task_mutex_lock_nofail(&x->lock);
 	x->stop = true;
-	xprt_disconnect(x, false);
+	nc__xprt_disconnect(x, false);
 	task_cond_broadcast(&x->conn_cond);
 	wake_all_calls(x);
 	task_mutex_unlock(&x->lock);
 }
 
-void nc_client_shutdown(nc_client_t *c)
-{
-	if (c && c->nfs)
-		nc_xprt_shutdown(c->nfs);
-}
-
-void nc_xprt_destroy(struct nc_xprt *x)
+void nc__xprt_destroy(struct nc__xprt *x)
 {
 	uint64_t one = 1;
 	ssize_t n;
@@ -1464,14 +1009,14 @@ void nc_xprt_destroy(struct nc_xprt *x)
 		return;
 	task_mutex_lock_nofail(&x->lock);
 	x->stop = true;
-	xprt_disconnect(x, false);
+	nc__xprt_disconnect(x, false);
 	task_cond_broadcast(&x->conn_cond);
 	task_mutex_unlock(&x->lock);
 	n = write(x->rx_efd, &one, sizeof(one));
 	(void)n;
 	pthread_join(x->rx, NULL);
 	if (x->closing_fd >= 0)
-		close_reset(x->closing_fd);
+		nc__close_reset(x->closing_fd);
 	close(x->rx_efd);
 	task_cond_destroy(&x->conn_cond);
 	task_mutex_destroy(&x->lock);

@@ -16,8 +16,13 @@
  *     nointr: uninterruptible), with timeo/retrans and hard/soft/softerr.
  *
  * Every function returns 0 or a negative errno.  NFS3ERR_* statuses and RPC
- * failures map to errnos in one table (nc_errors.h); -EINTR means the task
- * was interrupted, -EIO/-ETIMEDOUT a soft/softerr major timeout.
+ * failures map to errnos in one table (netclient/errors.c); -EINTR means the
+ * task was interrupted, -EIO/-ETIMEDOUT a soft/softerr major timeout.  A
+ * call that talks to the server can return -EINTR and is NC_MUST_CHECK:
+ * ignoring that it was interrupted is a warning, and with -Werror (as CI
+ * builds) an error.  Errors are returned, never printed: only the server's
+ * state goes to stderr ("not responding", "OK"), as a Linux client says it
+ * in the kernel log.
  */
 #ifndef INTRFS_NETCLIENT_H
 #define INTRFS_NETCLIENT_H
@@ -33,6 +38,9 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* For a result that may say "interrupted" (-EINTR): it must be looked at. */
+#define NC_MUST_CHECK __attribute__((warn_unused_result))
 
 /* Options, named as nfs(5) names them. */
 
@@ -220,9 +228,9 @@ void nc_client_destroy(nc_client_t *c);
  * rest of path, connects the NFS transport and reads FSINFO to choose
  * rsize/wsize.  *root is the handle of path.  Runs in the calling task.
  */
-int nc_client_mount(nc_client_t *c, const char *path,
-		    const struct nc_cred *cred, struct nc_fh *root, char *err,
-		    size_t errlen);
+NC_MUST_CHECK int nc_client_mount(nc_client_t *c, const char *path,
+				  const struct nc_cred *cred,
+				  struct nc_fh *root, char *err, size_t errlen);
 
 /* After mount: the export used, the sizes chosen, the options. */
 const char *nc_client_export(const nc_client_t *c);
@@ -233,22 +241,25 @@ const char *nc_client_server(const nc_client_t *c);
 void nc_client_stats(const nc_client_t *c, struct nc_stats *st);
 
 /* The export list (MOUNTPROC3_EXPORT); fn is called once per export. */
-int nc_client_exports(nc_client_t *c, const struct nc_cred *cred,
-		      int (*fn)(const char *dir, void *arg), void *arg);
+NC_MUST_CHECK int nc_client_exports(nc_client_t *c, const struct nc_cred *cred,
+				    int (*fn)(const char *dir, void *arg),
+				    void *arg);
 
 /* NFSv3 procedures (RFC 1813, section 3.3).  attr outputs may be NULL. */
 
-int nc_null(nc_client_t *c);
-int nc_getattr(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
-	       struct nc_attr *attr);
+NC_MUST_CHECK int nc_null(nc_client_t *c);
+NC_MUST_CHECK int nc_getattr(nc_client_t *c, const struct nc_cred *cr,
+			     const struct nc_fh *fh, struct nc_attr *attr);
 /*
  * -EOVERFLOW for a time NFSv3 cannot carry (before 1970, or at or past
  * 2^32 seconds), rather than a wrapped one stored.
  */
-int nc_setattr(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
-	       const struct nc_sattr *sa, struct nc_attr *attr);
-int nc_lookup(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *dir,
-	      const char *name, struct nc_entry *out);
+NC_MUST_CHECK int nc_setattr(nc_client_t *c, const struct nc_cred *cr,
+			     const struct nc_fh *fh, const struct nc_sattr *sa,
+			     struct nc_attr *attr);
+NC_MUST_CHECK int nc_lookup(nc_client_t *c, const struct nc_cred *cr,
+			    const struct nc_fh *dir, const char *name,
+			    struct nc_entry *out);
 /* ACCESS bits, as RFC 1813 numbers them (nfs3.c checks against nfs3.x). */
 enum {
 	NC_ACCESS_READ = 0x01,
@@ -260,17 +271,19 @@ enum {
 };
 
 /* access is a mask of NC_ACCESS_*; *granted gets what the server allows. */
-int nc_access(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
-	      uint32_t access, uint32_t *granted);
-int nc_readlink(nc_client_t *c, const struct nc_cred *cr,
-		const struct nc_fh *fh, char *buf, size_t len);
+NC_MUST_CHECK int nc_access(nc_client_t *c, const struct nc_cred *cr,
+			    const struct nc_fh *fh, uint32_t access,
+			    uint32_t *granted);
+NC_MUST_CHECK int nc_readlink(nc_client_t *c, const struct nc_cred *cr,
+			      const struct nc_fh *fh, char *buf, size_t len);
 /*
  * Reads up to count bytes at off into buf in one READ (count <= rsize);
  * *got is what the server returned, *eof whether that is the end.
  */
-int nc_read(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
-	    uint64_t off, uint32_t count, void *buf, uint32_t *got, bool *eof,
-	    struct nc_attr *attr);
+NC_MUST_CHECK int nc_read(nc_client_t *c, const struct nc_cred *cr,
+			  const struct nc_fh *fh, uint64_t off, uint32_t count,
+			  void *buf, uint32_t *got, bool *eof,
+			  struct nc_attr *attr);
 
 enum nc_stable { NC_UNSTABLE = 0, NC_DATA_SYNC = 1, NC_FILE_SYNC = 2 };
 
@@ -282,10 +295,10 @@ struct nc_write_res {
 };
 
 /* One WRITE (count <= wsize). */
-int nc_write(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
-	     uint64_t off, uint32_t count, const void *buf,
-	     enum nc_stable stable, struct nc_write_res *res,
-	     struct nc_attr *attr);
+NC_MUST_CHECK int nc_write(nc_client_t *c, const struct nc_cred *cr,
+			   const struct nc_fh *fh, uint64_t off, uint32_t count,
+			   const void *buf, enum nc_stable stable,
+			   struct nc_write_res *res, struct nc_attr *attr);
 
 /*
  * Large I/O: splits [off, off+len) into rsize/wsize calls and keeps up to
@@ -296,11 +309,13 @@ int nc_write(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
  * been lost and must be written again), res->committed is the weakest
  * stability any call got.
  */
-int nc_pread(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
-	     uint64_t off, size_t len, void *buf, size_t *got, bool *eof);
-int nc_pwrite(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
-	      uint64_t off, size_t len, const void *buf, enum nc_stable stable,
-	      struct nc_write_res *res);
+NC_MUST_CHECK int nc_pread(nc_client_t *c, const struct nc_cred *cr,
+			   const struct nc_fh *fh, uint64_t off, size_t len,
+			   void *buf, size_t *got, bool *eof);
+NC_MUST_CHECK int nc_pwrite(nc_client_t *c, const struct nc_cred *cr,
+			    const struct nc_fh *fh, uint64_t off, size_t len,
+			    const void *buf, enum nc_stable stable,
+			    struct nc_write_res *res);
 
 /*
  * Told when a write has left: every byte handed to the socket, only the
@@ -316,14 +331,16 @@ struct nc_sent_notify {
  * sent whole (never, when it fails before that); it returns when the
  * replies are in, as nc_pwrite() does.
  */
-int nc_pwrite_notify(nc_client_t *c, const struct nc_cred *cr,
-		     const struct nc_fh *fh, uint64_t off, size_t len,
-		     const void *buf, enum nc_stable stable,
-		     struct nc_write_res *res,
-		     const struct nc_sent_notify *sent);
+NC_MUST_CHECK int nc_pwrite_notify(nc_client_t *c, const struct nc_cred *cr,
+				   const struct nc_fh *fh, uint64_t off,
+				   size_t len, const void *buf,
+				   enum nc_stable stable,
+				   struct nc_write_res *res,
+				   const struct nc_sent_notify *sent);
 
-int nc_commit(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
-	      uint64_t off, uint32_t count, unsigned char verf[8]);
+NC_MUST_CHECK int nc_commit(nc_client_t *c, const struct nc_cred *cr,
+			    const struct nc_fh *fh, uint64_t off,
+			    uint32_t count, unsigned char verf[8]);
 
 enum nc_createmode {
 	NC_CREATE_UNCHECKED,
@@ -331,27 +348,32 @@ enum nc_createmode {
 	NC_CREATE_EXCLUSIVE
 };
 
-int nc_create(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *dir,
-	      const char *name, enum nc_createmode how,
-	      const struct nc_sattr *sa, struct nc_entry *out);
-int nc_mkdir(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *dir,
-	     const char *name, const struct nc_sattr *sa, struct nc_entry *out);
-int nc_symlink(nc_client_t *c, const struct nc_cred *cr,
-	       const struct nc_fh *dir, const char *name, const char *target,
-	       const struct nc_sattr *sa, struct nc_entry *out);
+NC_MUST_CHECK int nc_create(nc_client_t *c, const struct nc_cred *cr,
+			    const struct nc_fh *dir, const char *name,
+			    enum nc_createmode how, const struct nc_sattr *sa,
+			    struct nc_entry *out);
+NC_MUST_CHECK int nc_mkdir(nc_client_t *c, const struct nc_cred *cr,
+			   const struct nc_fh *dir, const char *name,
+			   const struct nc_sattr *sa, struct nc_entry *out);
+NC_MUST_CHECK int nc_symlink(nc_client_t *c, const struct nc_cred *cr,
+			     const struct nc_fh *dir, const char *name,
+			     const char *target, const struct nc_sattr *sa,
+			     struct nc_entry *out);
 /* type is S_IFCHR, S_IFBLK, S_IFIFO or S_IFSOCK. */
-int nc_mknod(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *dir,
-	     const char *name, mode_t type, uint32_t major, uint32_t minor,
-	     const struct nc_sattr *sa, struct nc_entry *out);
-int nc_remove(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *dir,
-	      const char *name);
-int nc_rmdir(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *dir,
-	     const char *name);
-int nc_rename(nc_client_t *c, const struct nc_cred *cr,
-	      const struct nc_fh *from_dir, const char *from_name,
-	      const struct nc_fh *to_dir, const char *to_name);
-int nc_link(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
-	    const struct nc_fh *dir, const char *name);
+NC_MUST_CHECK int nc_mknod(nc_client_t *c, const struct nc_cred *cr,
+			   const struct nc_fh *dir, const char *name,
+			   mode_t type, uint32_t major, uint32_t minor,
+			   const struct nc_sattr *sa, struct nc_entry *out);
+NC_MUST_CHECK int nc_remove(nc_client_t *c, const struct nc_cred *cr,
+			    const struct nc_fh *dir, const char *name);
+NC_MUST_CHECK int nc_rmdir(nc_client_t *c, const struct nc_cred *cr,
+			   const struct nc_fh *dir, const char *name);
+NC_MUST_CHECK int nc_rename(nc_client_t *c, const struct nc_cred *cr,
+			    const struct nc_fh *from_dir, const char *from_name,
+			    const struct nc_fh *to_dir, const char *to_name);
+NC_MUST_CHECK int nc_link(nc_client_t *c, const struct nc_cred *cr,
+			  const struct nc_fh *fh, const struct nc_fh *dir,
+			  const char *name);
 
 /*
  * One directory entry.  fh and attr are NULL when the server did not send
@@ -367,24 +389,22 @@ typedef int (*nc_dirent_fn)(void *arg, const char *name, uint64_t fileid,
  * = false then, and remembered).  *eof when the last entry was sent; verf
  * is updated for the next call.
  */
-int nc_readdir(nc_client_t *c, const struct nc_cred *cr,
-	       const struct nc_fh *dir, uint64_t cookie, unsigned char verf[8],
-	       bool plus, nc_dirent_fn fn, void *arg, bool *eof);
+NC_MUST_CHECK int nc_readdir(nc_client_t *c, const struct nc_cred *cr,
+			     const struct nc_fh *dir, uint64_t cookie,
+			     unsigned char verf[8], bool plus, nc_dirent_fn fn,
+			     void *arg, bool *eof);
 
-int nc_fsstat(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
-	      struct nc_fsstat *out);
-int nc_fsinfo(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
-	      struct nc_fsinfo *out);
-int nc_pathconf(nc_client_t *c, const struct nc_cred *cr,
-		const struct nc_fh *fh, struct nc_pathconf *out);
+NC_MUST_CHECK int nc_fsstat(nc_client_t *c, const struct nc_cred *cr,
+			    const struct nc_fh *fh, struct nc_fsstat *out);
+NC_MUST_CHECK int nc_fsinfo(nc_client_t *c, const struct nc_cred *cr,
+			    const struct nc_fh *fh, struct nc_fsinfo *out);
+NC_MUST_CHECK int nc_pathconf(nc_client_t *c, const struct nc_cred *cr,
+			      const struct nc_fh *fh, struct nc_pathconf *out);
 
 /* Walks a slash-separated path from dir with LOOKUP. */
-int nc_lookup_path(nc_client_t *c, const struct nc_cred *cr,
-		   const struct nc_fh *dir, const char *path,
-		   struct nc_entry *out);
-
-/* The errno for an NFS3ERR_* status (nc_errors.h has the table). */
-int nc_nfs3_errno(int nfsstat3);
+NC_MUST_CHECK int nc_lookup_path(nc_client_t *c, const struct nc_cred *cr,
+				 const struct nc_fh *dir, const char *path,
+				 struct nc_entry *out);
 
 #ifdef __cplusplus
 }

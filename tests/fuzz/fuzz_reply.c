@@ -1,22 +1,28 @@
 /*
  * libFuzzer target for the reply path: the bytes are a TCP stream from the
- * server.  They go through the receiver's record parser (marks, fragments,
- * the size cap, XID lookup) in chunks whose sizes the input also chooses,
- * and every record handed to a waiting call is decoded as one of the NFSv3
- * results, as the transport does, then freed.  Built with clang only
- * (meson -Dfuzz=true); tests/run gives it a short run.
+ * server.  They go through the receiver's record parser (nc__rx_parse():
+ * marks, fragments, the size cap, XID lookup) in chunks whose sizes the
+ * input also chooses, and every record handed to a waiting call is decoded
+ * as one of the NFSv3 results by nc__decode_reply(), as the transport does,
+ * then freed.  The receive path (xprt_recv.c) is compiled into this target
+ * with the fuzzer's instrumentation; no socket is involved.  Built with
+ * clang only (meson -Dfuzz=true); tests/run gives it a short run.
  */
-#include "../../netclient/xprt.c"
+#include "xprt_i.h"
 
 #include "nfs3.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
 
 #define CALLS 4
 
 static const xdrproc_t results[CALLS] = {
-	NC_XDRPROC(xdr_GETATTR3res),
-	NC_XDRPROC(xdr_LOOKUP3res),
-	NC_XDRPROC(xdr_READ3res),
-	NC_XDRPROC(xdr_READDIRPLUS3res),
+	NC__XDRPROC(xdr_GETATTR3res),
+	NC__XDRPROC(xdr_LOOKUP3res),
+	NC__XDRPROC(xdr_READ3res),
+	NC__XDRPROC(xdr_READDIRPLUS3res),
 };
 
 union anyres {
@@ -28,70 +34,80 @@ union anyres {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/*
+ * One transport for every input, never connected: its receiver thread
+ * waits for a connection that never comes, and the input is fed to the
+ * parser here instead.
+ */
+static struct nc__xprt *fuzz_xprt(void)
+{
+	static struct nc__xstats stats;
+	static struct nc__xprt *x;
+	struct nc__xprt_cfg cfg;
+
+	if (x)
+		return x;
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.server = "fuzz";
+	cfg.timeout = nc__timeout_of(NC_HARD, 600, 2);
+	cfg.wait_mode = TASK_KILLABLE;
+	cfg.slots = CALLS;
+	cfg.stats = &stats;
+	if (nc__xprt_create(&cfg, &x))
+		abort();
+	return x;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static struct nc_xstats stats;
-	static struct nc_xprt *x;
-	struct nc_waiter waiter;
-	struct nc_call calls[CALLS];
-	struct nc_rpc rpcs[CALLS];
+	struct nc__xprt *x = fuzz_xprt();
+	struct nc__waiter waiter;
+	struct nc__call calls[CALLS];
+	struct nc__rpc rpcs[CALLS];
 	union anyres res[CALLS];
-	struct rx *rx;
+	struct nc__rx rx = { 0 };
 	size_t off = 0;
 
-	if (!x) {
-		x = calloc(1, sizeof(*x));
-		x->stats = &stats;
-		x->slots = CALLS;
-		task_mutex_init(&x->lock);
-		snprintf(x->server, sizeof(x->server), "fuzz");
-	}
-	rx = calloc(1, sizeof(*rx));
 	memset(&waiter, 0, sizeof(waiter));
 	task_cond_init(&waiter.cond);
 	memset(calls, 0, sizeof(calls));
 	memset(res, 0, sizeof(res));
 	task_mutex_lock_nofail(&x->lock);
 	for (unsigned i = 0; i < CALLS; i++) {
-		rpcs[i] = (struct nc_rpc){ 0 };
+		rpcs[i] = (struct nc__rpc){ 0 };
 		rpcs[i].xres = results[i];
 		rpcs[i].resp = &res[i];
 		calls[i].rpc = &rpcs[i];
 		calls[i].xid = i + 1;
 		calls[i].waiter = &waiter;
-		calls[i].state = CALL_SENT;
-		table_insert(x, &calls[i]);
+		calls[i].state = NC__CALL_SENT;
+		nc__xid_insert(x, &calls[i]);
 	}
 	task_mutex_unlock(&x->lock);
 
 	/* Chunk sizes come from the input, so splits land anywhere. */
 	while (off < size) {
-		size_t room = sizeof(rx->staging) - rx->have;
 		size_t n = 1 + data[off] % 97;
 
 		off++;
 		if (n > size - off)
 			n = size - off;
-		if (n > room)
-			n = room;
-		memcpy(rx->staging + rx->have, data + off, n);
-		rx->have += n;
-		off += n;
-		if (rx_parse(x, rx) < 0)
+		if (nc__rx_parse(x, &rx, data + off, n) < 0)
 			break;
+		off += n;
 	}
 
 	for (unsigned i = 0; i < CALLS; i++) {
-		if (calls[i].reply && decode_reply(x, &calls[i]) == 0)
+		if (calls[i].reply && nc__decode_reply(x, &calls[i]) == 0)
 			xdr_free(results[i], (char *)&res[i]);
 		free(calls[i].reply);
 	}
+	/* The calls still waiting leave the table (a no-op for the rest). */
 	task_mutex_lock_nofail(&x->lock);
 	for (unsigned i = 0; i < CALLS; i++)
-		table_remove(x, &calls[i]);
+		nc__call_finish(x, &calls[i], -ECANCELED);
 	task_mutex_unlock(&x->lock);
 	task_cond_destroy(&waiter.cond);
-	rx_reset(rx);
-	free(rx);
+	nc__rx_reset(&rx);
 	return 0;
 }

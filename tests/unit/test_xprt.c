@@ -43,11 +43,11 @@ static struct nc_opts opts_of(enum nc_timeo_mode tm, enum nc_intr_mode im,
 	return o;
 }
 
-static struct nc_xprt *make_xprt(uint16_t port, const struct nc_opts *o,
-				 struct nc_xstats *st)
+static struct nc__xprt *make_xprt(uint16_t port, const struct nc_opts *o,
+				  struct nc__xstats *st)
 {
-	struct nc_xprt_cfg cfg;
-	struct nc_xprt *x = NULL;
+	struct nc__xprt_cfg cfg;
+	struct nc__xprt *x = NULL;
 
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.server = "fake";
@@ -56,9 +56,11 @@ static struct nc_xprt *make_xprt(uint16_t port, const struct nc_opts *o,
 	cfg.addr.sin_port = htons(port);
 	cfg.prog = FAKE_PROG;
 	cfg.vers = FAKE_VERS;
-	cfg.opts = o;
+	cfg.timeout = nc__timeout_of(o->timeo_mode, o->timeo, o->retrans);
+	cfg.wait_mode = nc__wait_mode(o->intr_mode);
+	cfg.slots = o->slots;
 	cfg.stats = st;
-	ASSERT_EQ(nc_xprt_create(&cfg, &x), 0);
+	ASSERT_EQ(nc__xprt_create(&cfg, &x), 0);
 	return x;
 }
 
@@ -79,30 +81,30 @@ static void leave_task(task_t *t)
 }
 
 /* An ECHO call of in, its reply into out. */
-static struct nc_rpc echo_rpc(struct blob *in, struct blob *out)
+static struct nc__rpc echo_rpc(struct blob *in, struct blob *out)
 {
-	return (struct nc_rpc){ .proc = FAKE_ECHO,
-				.xargs = NC_XDRPROC(xdr_blob),
-				.argp = in,
-				.xres = NC_XDRPROC(xdr_blob),
-				.resp = out };
+	return (struct nc__rpc){ .proc = FAKE_ECHO,
+				 .xargs = NC__XDRPROC(xdr_blob),
+				 .argp = in,
+				 .xres = NC__XDRPROC(xdr_blob),
+				 .resp = out };
 }
 
 /* An ECHO of len bytes; checks the bytes that come back. */
-static int echo(struct nc_xprt *x, size_t len)
+static int echo(struct nc__xprt *x, size_t len)
 {
 	struct blob in = { malloc(len + 1), (u_int)len }, out = { NULL, 0 };
-	struct nc_rpc r = echo_rpc(&in, &out);
+	struct nc__rpc r = echo_rpc(&in, &out);
 	int rc;
 
 	for (size_t i = 0; i < len; i++)
 		in.val[i] = (char)(i * 7 + 3);
-	rc = nc_xprt_call(x, &r);
+	rc = nc__xprt_call(x, &r);
 	if (rc == 0) {
 		ASSERT_EQ(out.len, len);
 		ASSERT(len == 0 || memcmp(in.val, out.val, len) == 0);
 	}
-	xdr_free(NC_XDRPROC(xdr_blob), &out);
+	xdr_free(NC__XDRPROC(xdr_blob), &out);
 	free(in.val);
 	return rc;
 }
@@ -119,16 +121,16 @@ TEST_IMPL(xprt_echo_sizes)
 	};
 	struct fake_rpc *f = fake_rpc_start(0);
 	struct nc_opts o = opts_of(NC_HARD, NC_KILLABLE, 600, 2);
-	struct nc_xstats st = { 0 };
+	struct nc__xstats st = { 0 };
 	task_t *t = enter_task(REGION_POLICY_REGION);
-	struct nc_xprt *x = make_xprt(fake_rpc_port(f), &o, &st);
+	struct nc__xprt *x = make_xprt(fake_rpc_port(f), &o, &st);
 
 	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
 		ASSERT_EQ(echo(x, sizes[i]), 0);
 	ASSERT_EQ(stat_of(&st.calls), sizeof(sizes) / sizeof(sizes[0]));
 	ASSERT_EQ(stat_of(&st.retransmits), 0);
 	ASSERT_EQ(fake_rpc_conns(f), 1);
-	nc_xprt_destroy(x);
+	nc__xprt_destroy(x);
 	leave_task(t);
 	fake_rpc_stop(f);
 	return 0;
@@ -144,9 +146,9 @@ TEST_IMPL(xprt_tail_sizes)
 	static const size_t sizes[] = { 1, 2, 3, 4, 5, 4097, 65537, NC_MAX_IO };
 	struct fake_rpc *f = fake_rpc_start(0);
 	struct nc_opts o = opts_of(NC_HARD, NC_KILLABLE, 600, 2);
-	struct nc_xstats st = { 0 };
+	struct nc__xstats st = { 0 };
 	task_t *t = enter_task(REGION_POLICY_REGION);
-	struct nc_xprt *x = make_xprt(fake_rpc_port(f), &o, &st);
+	struct nc__xprt *x = make_xprt(fake_rpc_port(f), &o, &st);
 	char *data = malloc(NC_MAX_IO);
 
 	ASSERT_NOT_NULL(data);
@@ -154,19 +156,19 @@ TEST_IMPL(xprt_tail_sizes)
 		data[i] = (char)(i * 13 + 1);
 	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
 		struct blob in = { NULL, 0 }, out = { NULL, 0 };
-		struct nc_rpc r = echo_rpc(&in, &out);
+		struct nc__rpc r = echo_rpc(&in, &out);
 
 		r.tail = data;
 		r.tail_len = (uint32_t)sizes[i];
-		ASSERT_EQ(nc_xprt_call(x, &r), 0);
+		ASSERT_EQ(nc__xprt_call(x, &r), 0);
 		ASSERT_EQ(out.len, sizes[i]);
 		ASSERT(memcmp(out.val, data, sizes[i]) == 0);
-		xdr_free(NC_XDRPROC(xdr_blob), &out);
+		xdr_free(NC__XDRPROC(xdr_blob), &out);
 	}
 	/* Then an ordinary call: the stream is still in step. */
 	ASSERT_EQ(echo(x, 3), 0);
 	free(data);
-	nc_xprt_destroy(x);
+	nc__xprt_destroy(x);
 	leave_task(t);
 	fake_rpc_stop(f);
 	return 0;
@@ -177,11 +179,11 @@ TEST_IMPL(xprt_batch_in_flight)
 {
 	struct fake_rpc *f = fake_rpc_start(0);
 	struct nc_opts o = opts_of(NC_HARD, NC_KILLABLE, 600, 2);
-	struct nc_xstats st = { 0 };
+	struct nc__xstats st = { 0 };
 	task_t *t = enter_task(REGION_POLICY_REGION);
-	struct nc_xprt *x = make_xprt(fake_rpc_port(f), &o, &st);
+	struct nc__xprt *x = make_xprt(fake_rpc_port(f), &o, &st);
 	struct blob in[32], out[32];
-	struct nc_rpc r[32];
+	struct nc__rpc r[32];
 	uint64_t t0;
 
 	fake_rpc_set(f, FAKE_DELAY_MS, 200);
@@ -194,16 +196,16 @@ TEST_IMPL(xprt_batch_in_flight)
 		r[i] = echo_rpc(&in[i], &out[i]);
 	}
 	t0 = region_now_ns();
-	ASSERT_EQ(nc_xprt_batch(x, r, 32), 0);
+	ASSERT_EQ(nc__xprt_batch(x, r, 32), 0);
 	ASSERT_LT(region_now_ns() - t0, 2000000000u); /* not 32 * 200 ms */
 	for (unsigned i = 0; i < 32; i++) {
 		ASSERT_EQ(r[i].rc, 0);
 		ASSERT_EQ(out[i].len, 8);
 		ASSERT_EQ(out[i].val[7], (char)i); /* each got its own reply */
-		xdr_free(NC_XDRPROC(xdr_blob), &out[i]);
+		xdr_free(NC__XDRPROC(xdr_blob), &out[i]);
 		free(in[i].val);
 	}
-	nc_xprt_destroy(x);
+	nc__xprt_destroy(x);
 	leave_task(t);
 	fake_rpc_stop(f);
 	return 0;
@@ -231,13 +233,13 @@ TEST_IMPL(xprt_batch_notify_sent)
 {
 	struct fake_rpc *f = fake_rpc_start(0);
 	struct nc_opts o = opts_of(NC_HARD, NC_KILLABLE, 600, 2);
-	struct nc_xstats st = { 0 };
+	struct nc__xstats st = { 0 };
 	task_t *t = enter_task(REGION_POLICY_REGION);
-	struct nc_xprt *x = make_xprt(fake_rpc_port(f), &o, &st);
+	struct nc__xprt *x = make_xprt(fake_rpc_port(f), &o, &st);
 	struct sent_seen seen = { 0 };
 	struct nc_sent_notify sent = { on_sent, &seen };
 	struct blob in[4], out[4];
-	struct nc_rpc r[4];
+	struct nc__rpc r[4];
 	uint64_t t0, took;
 
 	fake_rpc_set(f, FAKE_DELAY_MS, 300);
@@ -249,16 +251,16 @@ TEST_IMPL(xprt_batch_notify_sent)
 		r[i] = echo_rpc(&in[i], &out[i]);
 	}
 	t0 = region_now_ns();
-	ASSERT_EQ(nc_xprt_batch_notify(x, r, 4, &sent), 0);
+	ASSERT_EQ(nc__xprt_batch_notify(x, r, 4, &sent), 0);
 	took = region_now_ns() - t0;
 	ASSERT_EQ(seen.calls, 1);
 	ASSERT_LT(seen.at_ns - t0, 150000000u);
 	ASSERT_GE(took, 300000000u);
 	for (unsigned i = 0; i < 4; i++) {
 		ASSERT_EQ(out[i].len, in[i].len);
-		xdr_free(NC_XDRPROC(xdr_blob), &out[i]);
+		xdr_free(NC__XDRPROC(xdr_blob), &out[i]);
 	}
-	nc_xprt_destroy(x);
+	nc__xprt_destroy(x);
 	fake_rpc_stop(f);
 
 	/* Nobody listens: a soft call fails unsent, and says nothing. */
@@ -270,9 +272,9 @@ TEST_IMPL(xprt_batch_notify_sent)
 		o = opts_of(NC_SOFT, NC_KILLABLE, 1, 0);
 		x = make_xprt(port, &o, &st);
 		seen.calls = 0;
-		ASSERT_NE(nc_xprt_batch_notify(x, r, 1, &sent), 0);
+		ASSERT_NE(nc__xprt_batch_notify(x, r, 1, &sent), 0);
 		ASSERT_EQ(seen.calls, 0);
-		nc_xprt_destroy(x);
+		nc__xprt_destroy(x);
 	}
 	for (unsigned i = 0; i < 4; i++)
 		free(in[i].val);
@@ -284,9 +286,9 @@ TEST_IMPL(xprt_retransmit_same_xid)
 {
 	struct fake_rpc *f = fake_rpc_start(0);
 	struct nc_opts o = opts_of(NC_HARD, NC_KILLABLE, 1, 2); /* 100 ms */
-	struct nc_xstats st = { 0 };
+	struct nc__xstats st = { 0 };
 	task_t *t = enter_task(REGION_POLICY_REGION);
-	struct nc_xprt *x = make_xprt(fake_rpc_port(f), &o, &st);
+	struct nc__xprt *x = make_xprt(fake_rpc_port(f), &o, &st);
 	struct fake_seen seen[4];
 
 	fake_rpc_set(f, FAKE_DROP, 1);
@@ -296,7 +298,7 @@ TEST_IMPL(xprt_retransmit_same_xid)
 	ASSERT_EQ(seen[0].conn, seen[1].conn); /* TCP: same connection */
 	ASSERT_EQ(stat_of(&st.retransmits), 1);
 	ASSERT_EQ(stat_of(&st.major_timeouts), 0);
-	nc_xprt_destroy(x);
+	nc__xprt_destroy(x);
 	leave_task(t);
 	fake_rpc_stop(f);
 	return 0;
@@ -342,9 +344,9 @@ TEST_IMPL(xprt_major_timeout_soft)
 		/* timeo=1 retrans=2: 100 + 200 + 300 ms, then give up. */
 		struct nc_opts o =
 			opts_of(timeout_cases[i].mode, NC_KILLABLE, 1, 2);
-		struct nc_xstats st = { 0 };
+		struct nc__xstats st = { 0 };
 		task_t *t = enter_task(REGION_POLICY_REGION);
-		struct nc_xprt *x = make_xprt(fake_rpc_port(f), &o, &st);
+		struct nc__xprt *x = make_xprt(fake_rpc_port(f), &o, &st);
 		uint64_t t0;
 
 		fake_rpc_set(f, FAKE_DROP, 1000);
@@ -355,7 +357,7 @@ TEST_IMPL(xprt_major_timeout_soft)
 		ASSERT_EQ(fake_rpc_seen(f, NULL, 0), 3); /* 1 + retrans */
 		ASSERT_EQ(stat_of(&st.major_timeouts), 1);
 		ASSERT_EQ(stat_of(&st.retransmits), 2);
-		nc_xprt_destroy(x);
+		nc__xprt_destroy(x);
 		leave_task(t);
 		fake_rpc_stop(f);
 	}
@@ -366,9 +368,9 @@ TEST_IMPL(xprt_major_timeout_hard)
 {
 	struct fake_rpc *f = fake_rpc_start(0);
 	struct nc_opts o = opts_of(NC_HARD, NC_KILLABLE, 1, 1);
-	struct nc_xstats st = { 0 };
+	struct nc__xstats st = { 0 };
 	task_t *t = enter_task(REGION_POLICY_REGION);
-	struct nc_xprt *x = make_xprt(fake_rpc_port(f), &o, &st);
+	struct nc__xprt *x = make_xprt(fake_rpc_port(f), &o, &st);
 	char path[64], log[4096];
 	int saved;
 
@@ -384,7 +386,7 @@ TEST_IMPL(xprt_major_timeout_hard)
 	ASSERT_CONTAINS(log, "server fake OK");
 	/* Once per episode, not once per major timeout. */
 	ASSERT(strstr(strstr(log, "still trying") + 1, "still trying") == NULL);
-	nc_xprt_destroy(x);
+	nc__xprt_destroy(x);
 	leave_task(t);
 	fake_rpc_stop(f);
 	return 0;
@@ -394,9 +396,9 @@ TEST_IMPL(xprt_bad_replies)
 {
 	struct fake_rpc *f = fake_rpc_start(0);
 	struct nc_opts o = opts_of(NC_HARD, NC_KILLABLE, 1, 2);
-	struct nc_xstats st = { 0 };
+	struct nc__xstats st = { 0 };
 	task_t *t = enter_task(REGION_POLICY_REGION);
-	struct nc_xprt *x = make_xprt(fake_rpc_port(f), &o, &st);
+	struct nc__xprt *x = make_xprt(fake_rpc_port(f), &o, &st);
 
 	/*
 	 * A reply that does not decode fails that call as "not an RPC
@@ -423,7 +425,7 @@ TEST_IMPL(xprt_bad_replies)
 	ASSERT_EQ(stat_of(&st.resets), 1);
 	ASSERT_EQ(stat_of(&st.reconnects), 1);
 	ASSERT_EQ(fake_rpc_conns(f), 2);
-	nc_xprt_destroy(x);
+	nc__xprt_destroy(x);
 	leave_task(t);
 	fake_rpc_stop(f);
 	return 0;
@@ -437,9 +439,9 @@ TEST_IMPL(xprt_garbage_soft)
 {
 	struct fake_rpc *f = fake_rpc_start(0);
 	struct nc_opts o = opts_of(NC_SOFTERR, NC_KILLABLE, 50, 2);
-	struct nc_xstats st = { 0 };
+	struct nc__xstats st = { 0 };
 	task_t *t = enter_task(REGION_POLICY_REGION);
-	struct nc_xprt *x = make_xprt(fake_rpc_port(f), &o, &st);
+	struct nc__xprt *x = make_xprt(fake_rpc_port(f), &o, &st);
 	uint64_t t0 = region_now_ns();
 
 	fake_rpc_set(f, FAKE_OVERSIZE, 1);
@@ -448,7 +450,7 @@ TEST_IMPL(xprt_garbage_soft)
 	ASSERT_LT(region_now_ns() - t0, 1000000000ull);
 	ASSERT_EQ(stat_of(&st.major_timeouts), 0);
 	ASSERT_EQ(echo(x, 10), 0);
-	nc_xprt_destroy(x);
+	nc__xprt_destroy(x);
 	leave_task(t);
 	fake_rpc_stop(f);
 	return 0;
@@ -472,11 +474,11 @@ TEST_IMPL(xprt_connect_refused)
 {
 	struct fake_rpc *f = fake_rpc_start(0);
 	struct late_server ls = { fake_rpc_port(f), NULL };
-	struct nc_xstats st = { 0 };
+	struct nc__xstats st = { 0 };
 	struct nc_opts soft = opts_of(NC_SOFT, NC_KILLABLE, 10, 1);
 	struct nc_opts hard = opts_of(NC_HARD, NC_KILLABLE, 10, 1);
 	task_t *t = enter_task(REGION_POLICY_REGION);
-	struct nc_xprt *x;
+	struct nc__xprt *x;
 	pthread_t th;
 	uint64_t t0;
 
@@ -485,7 +487,7 @@ TEST_IMPL(xprt_connect_refused)
 	t0 = region_now_ns();
 	ASSERT_EQ(echo(x, 1), -ECONNREFUSED);
 	ASSERT_LT(region_now_ns() - t0, 500000000u);
-	nc_xprt_destroy(x);
+	nc__xprt_destroy(x);
 
 	/* Hard: keeps trying, with backoff, until the server is there. */
 	x = make_xprt(ls.port, &hard, &st);
@@ -496,7 +498,7 @@ TEST_IMPL(xprt_connect_refused)
 	pthread_join(th, NULL);
 	ASSERT_NOT_NULL(ls.f);
 	ASSERT_EQ(fake_rpc_conns(ls.f), 1);
-	nc_xprt_destroy(x);
+	nc__xprt_destroy(x);
 	fake_rpc_stop(ls.f);
 	leave_task(t);
 	return 0;
@@ -516,7 +518,7 @@ static const struct reply_case {
 };
 
 struct waiter_arg {
-	struct nc_xprt *x;
+	struct nc__xprt *x;
 	task_t *task;
 	int rc;
 };
@@ -538,7 +540,7 @@ TEST_IMPL(xprt_interrupt_reply_wait)
 		const struct reply_case *rc = &reply_cases[i];
 		struct fake_rpc *f = fake_rpc_start(0);
 		struct nc_opts o = opts_of(NC_HARD, rc->mode, 600, 2);
-		struct nc_xstats st = { 0 };
+		struct nc__xstats st = { 0 };
 		struct task_attr attr = { "waiter", REGION_POLICY_REGION,
 					  NULL };
 		struct waiter_arg w = { NULL, NULL, 1 };
@@ -557,7 +559,7 @@ TEST_IMPL(xprt_interrupt_reply_wait)
 			test_sleep_ms(400);
 			ASSERT_EQ(stat_of(&st.unknown_xids), 1);
 		}
-		nc_xprt_destroy(w.x);
+		nc__xprt_destroy(w.x);
 		task_put(w.task);
 		fake_rpc_stop(f);
 	}
@@ -601,7 +603,7 @@ static const struct send_case {
 
 struct sender {
 	const struct send_case *sc;
-	struct nc_xprt *x;
+	struct nc__xprt *x;
 	task_t *task;
 	sem_t started;
 	int rc;
@@ -611,11 +613,10 @@ static void *sender_main(void *arg)
 {
 	struct sender *s = arg;
 	struct blob in = { calloc(1, BIG_SEND), BIG_SEND };
-	struct nc_rpc r = { FAKE_SINK, NC_XDRPROC(xdr_blob),
-			    &in,       NC_XDRPROC(xdr_void),
-			    NULL,      NULL,
-			    0,	       NULL,
-			    NULL,      0 };
+	struct nc__rpc r = { .proc = FAKE_SINK,
+			     .xargs = NC__XDRPROC(xdr_blob),
+			     .argp = &in,
+			     .xres = NC__XDRPROC(xdr_void) };
 
 	task_enter(s->task);
 	if (s->sc->region == 'K')
@@ -623,7 +624,7 @@ static void *sender_main(void *arg)
 	else if (s->sc->region == 'U')
 		region_begin_uninterruptible("test: nointr mount");
 	sem_post(&s->started);
-	s->rc = nc_xprt_call(s->x, &r);
+	s->rc = nc__xprt_call(s->x, &r);
 	if (s->sc->region == 'K')
 		region_end_killable();
 	else if (s->sc->region == 'U')
@@ -637,7 +638,7 @@ static void *sender_main(void *arg)
  * Starts s's sender thread on x in a task of policy: returns once it is in
  * its region and about to call.  sender_end() joins it and frees its task.
  */
-static void sender_start(struct sender *s, struct nc_xprt *x,
+static void sender_start(struct sender *s, struct nc__xprt *x,
 			 enum region_policy policy, pthread_t *th)
 {
 	struct task_attr attr = { "sender", policy, NULL };
@@ -680,7 +681,7 @@ TEST_IMPL(xprt_interrupt_mid_record)
 		const struct send_case *sc = &send_cases[i];
 		struct fake_rpc *f = fake_rpc_start(0);
 		struct nc_opts o = opts_of(NC_HARD, NC_KILLABLE, 600, 2);
-		struct nc_xstats st = { 0 };
+		struct nc__xstats st = { 0 };
 		struct sender s = { sc, NULL, NULL, { { 0 } }, 1 };
 		pthread_t th;
 
@@ -707,7 +708,7 @@ TEST_IMPL(xprt_interrupt_mid_record)
 			ASSERT_EQ(stat_of(&st.resets), 1);
 			ASSERT_EQ(stat_of(&st.interrupted), 1);
 		}
-		nc_xprt_destroy(s.x);
+		nc__xprt_destroy(s.x);
 		fake_rpc_stop(f);
 	}
 	return 0;
@@ -724,7 +725,7 @@ TEST_IMPL(xprt_soft_send_gives_up)
 						   TASK_INTR_NORMAL, RESET };
 	struct fake_rpc *f = fake_rpc_start(0);
 	struct nc_opts o = opts_of(NC_SOFT, NC_KILLABLE, 2, 1);
-	struct nc_xstats st = { 0 };
+	struct nc__xstats st = { 0 };
 	struct sender s = { &killable, NULL, NULL, { { 0 } }, 1 };
 	uint64_t t0, took;
 	pthread_t th;
@@ -741,7 +742,7 @@ TEST_IMPL(xprt_soft_send_gives_up)
 	ASSERT_EQ(stat_of(&st.major_timeouts), 1);
 	ASSERT_EQ(stat_of(&st.partial_resets), 1);
 	fake_rpc_set(f, FAKE_STALL, 0);
-	nc_xprt_destroy(s.x);
+	nc__xprt_destroy(s.x);
 	fake_rpc_stop(f);
 	return 0;
 }
@@ -756,7 +757,7 @@ TEST_IMPL(xprt_reset_retransmits_others)
 						TASK_INTR_FATAL, RESET };
 	struct fake_rpc *f = fake_rpc_start(0);
 	struct nc_opts o = opts_of(NC_HARD, NC_KILLABLE, 600, 2);
-	struct nc_xstats st = { 0 };
+	struct nc__xstats st = { 0 };
 	struct task_attr attr = { "other", REGION_POLICY_REGION, NULL };
 	struct waiter_arg w = { NULL, NULL, 1 };
 	struct sender s = { &fatal, NULL, NULL, { { 0 } }, 1 };
@@ -788,7 +789,7 @@ TEST_IMPL(xprt_reset_retransmits_others)
 	ASSERT_EQ(seen[n - 1].conn, 2);
 	ASSERT_EQ(seen[n - 1].proc, FAKE_ECHO);
 	ASSERT_EQ(fake_rpc_conns(f), 2);
-	nc_xprt_destroy(w.x);
+	nc__xprt_destroy(w.x);
 	task_put(w.task);
 	fake_rpc_stop(f);
 	return 0;

@@ -1,0 +1,159 @@
+/*
+ * The transport's own state, shared by its two halves and nothing else:
+ * xprt.c (connect, send, timeouts and retransmission, the call's state
+ * machine) and xprt_recv.c (the receiver thread: record reassembly, reply
+ * decoding, XID matching).  The fuzzer includes it to drive the receive
+ * path without a socket.  The rest of netclient sees only netclient_i.h.
+ *
+ * Lock order: send_lock before lock.  lock protects the connection state,
+ * the timeouts, the XID table and every call's state; it is held only for
+ * short sections (never across a socket wait), so it is taken without an
+ * interruptible wait.  What is set at creation and never changes (server,
+ * addr, prog, vers, wait_mode, slots, stats, rx_efd) is read without it.
+ * The socket fd is closed only by the receiver thread, so that it never
+ * reads a descriptor that has been reused, and only with send_lock held, so
+ * that no sender writes to one: a sender checks, with send_lock held, that
+ * its connection is still the current one.
+ */
+#ifndef INTRFS_XPRT_I_H
+#define INTRFS_XPRT_I_H
+
+#include "netclient_i.h"
+
+/* Record marking (RFC 5531, section 11): the last-fragment bit. */
+#define NC__RM_LAST 0x80000000u
+#define NC__XID_BUCKETS 256
+
+enum nc__call_state {
+	NC__CALL_UNSENT, /* needs (re)transmission */
+	NC__CALL_SENT, /* sent on connection sent_gen, waiting */
+	NC__CALL_DONE, /* reply in hand, or failed (rc) */
+};
+
+/* A task waiting in a batch: for its replies, a connection or a slot. */
+struct nc__waiter {
+	task_cond_t cond;
+	struct nc__waiter *next_slot; /* on xprt->slot_waiters */
+	bool on_slot_list;
+};
+
+struct nc__call {
+	struct nc__rpc *rpc;
+	uint32_t xid;
+	struct nc__waiter *waiter;
+	unsigned char *rec; /* record mark + call message but the tail */
+	size_t rec_len;
+	const unsigned char *tail; /* the rpc's tail, sent from where it is */
+	size_t tail_len; /* with its XDR padding */
+
+	/* Protected by xprt->lock. */
+	enum nc__call_state state;
+	bool has_slot;
+	uint64_t sent_gen;
+	uint64_t deadline_ns; /* when the current timeout expires */
+	uint64_t timeout_ns; /* the current timeout */
+	uint64_t giveup_ns; /* soft: when the major timeout ends it; 0 */
+	unsigned minor; /* retransmissions since the last major */
+	unsigned char *reply;
+	size_t reply_len;
+	int rc;
+	struct nc__call *hnext;
+};
+
+enum nc__conn_state { NC__CONN_DOWN, NC__CONN_CONNECTING, NC__CONN_UP };
+
+struct nc__xprt {
+	char server[256];
+	struct sockaddr_in addr;
+	uint32_t prog, vers;
+	enum task_mode wait_mode; /* of every wait but the send primitive */
+	unsigned slots;
+	struct nc__xstats *stats;
+
+	task_mutex_t send_lock; /* serialises records on the stream */
+	task_mutex_t lock;
+	/* Everything below is protected by lock. */
+	struct nc__timeout timeout;
+	task_cond_t conn_cond; /* connection state and closing_fd changes */
+	enum nc__conn_state conn;
+	int fd; /* -1 unless NC__CONN_UP */
+	int closing_fd; /* the receiver closes it; -1 when none */
+	uint64_t gen; /* connection number, +1 per connect */
+	uint16_t local_port; /* source port of the last connection */
+	bool ever_connected;
+	unsigned connect_failures;
+	uint64_t next_connect_ns; /* no attempt before this */
+	bool not_responding; /* "still trying" or "timed out" printed */
+	bool garbage; /* the receiver found a stream not RPC */
+	struct nc__call *table[NC__XID_BUCKETS];
+	unsigned inflight;
+	struct nc__waiter *slot_waiters;
+	uint32_t next_xid;
+	bool stop;
+
+	pthread_t rx;
+	int rx_efd; /* wakes the receiver: stop, or a disconnect */
+};
+
+/*
+ * Relaxed: each counter is a statistic on its own, ordering nothing; a
+ * reader may see any recent value.
+ */
+static inline void nc__count(_Atomic uint64_t *c)
+{
+	atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
+}
+
+/* The XID table's chain for xid.  Called with x->lock held. */
+static inline struct nc__call **nc__xid_bucket(struct nc__xprt *x, uint32_t xid)
+{
+	return &x->table[xid % NC__XID_BUCKETS];
+}
+
+/* xprt.c: the calls' side.  Called with x->lock held. */
+
+/* Enters call in the XID table, where it holds a slot until it is done. */
+void nc__xid_insert(struct nc__xprt *x, struct nc__call *call);
+/* Ends call with rc and frees its slot. */
+void nc__call_finish(struct nc__xprt *x, struct nc__call *call, int rc);
+/*
+ * Drops the connection; by_client counts it as a reset of ours.  The
+ * receiver closes the socket.
+ */
+void nc__xprt_disconnect(struct nc__xprt *x, bool by_client);
+/* How long queued data may go unacknowledged before the path is dead. */
+uint64_t nc__xprt_dead_after(const struct nc__xprt *x);
+
+/* xprt_recv.c: the receiver's side. */
+
+/* The record parser's state: a record being reassembled from fragments. */
+struct nc__rx {
+	unsigned char mark[4];
+	unsigned mark_have;
+	size_t frag_left; /* bytes of the current fragment still due */
+	bool last; /* the current fragment is the record's last */
+	unsigned char *rec;
+	size_t rec_len, rec_cap;
+};
+
+/*
+ * Consumes len bytes of the stream, handing each whole record to the call
+ * it answers.  Takes x->lock for each record.  Returns 0, or -EPROTO when
+ * the stream can no longer be trusted (a record too long, or one that is
+ * not a reply), or -ENOMEM.
+ */
+int nc__rx_parse(struct nc__xprt *x, struct nc__rx *rx,
+		 const unsigned char *buf, size_t len);
+/* Forgets a partial record: the next byte starts a record mark. */
+void nc__rx_reset(struct nc__rx *rx);
+/*
+ * Decodes call's reply; returns 0 with the rpc's resp filled, or -errno.
+ * Called without x->lock, once the call is done.
+ */
+int nc__decode_reply(struct nc__xprt *x, struct nc__call *call);
+/* The receiver thread's body; arg is the transport. */
+void *nc__xprt_receiver(void *arg);
+/* Closes a socket with an RST (no TIME_WAIT for its source port). */
+void nc__close_reset(int fd);
+
+#endif /* INTRFS_XPRT_I_H */

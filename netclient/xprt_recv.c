@@ -1,0 +1,395 @@
+/*
+ * The transport's receive path: one receiver thread per transport reads the
+ * socket, splits the stream into records (record marking, RFC 5531, section
+ * 11), finds the waiting call by XID and hands it the reply; the call's own
+ * task decodes the reply header and results (nc__decode_reply()).  The
+ * receiver also watches a connection with calls in flight for a dead path,
+ * and closes the sockets that the calls' side drops.
+ *
+ * The receiver never waits for anything but the socket (and, with nothing
+ * to read, for a connection), so a call never waits behind another task's
+ * reply; it never sends, and never decides a call's timeouts.  It is not a
+ * task: nothing interrupts it.
+ *
+ * A stream that is not ONC RPC (a record too long, a record that is not a
+ * reply) is "not an RPC reply": the connection is dropped and, on a soft or
+ * softerr transport, the calls in flight fail with -EPROTO at once, since
+ * sending them again would get the same.  A reply that does not decode
+ * fails its own call with -EPROTO; the stream stays good.
+ *
+ * A connection can die without a word (a partition: no FIN, no RST) while
+ * TCP backs off its retransmissions for minutes.  The receiver looks at the
+ * socket twice a second while calls are in flight: data queued on a socket
+ * that has had no acknowledgement for dead_after (timeo, within 1..10 s)
+ * means the path is gone, and the connection is dropped, to be made again
+ * by the next call that sends.  A stalled server (its kernel still
+ * acknowledges) is not a dead path.
+ *
+ * Lock order (xprt_i.h): send_lock before lock.  The receiver takes lock
+ * for short sections, and send_lock, with lock not held, only to close a
+ * dropped socket.
+ */
+#include "xprt_i.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+/* Not netinet/tcp.h: its struct tcp_info lacks tcpi_snd_wnd. */
+#include <linux/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* Record marking: the length of a fragment. */
+#define RM_LEN_MASK 0x7fffffffu
+/* The biggest reply we take: a full READ plus headers and attributes. */
+#define REPLY_MAX (NC_MAX_IO + 64 * 1024)
+/* What one recv() may bring. */
+#define RX_STAGING (64 * 1024)
+/* How often the receiver looks at the socket while calls are in flight. */
+#define LIVENESS_POLL_MS 500
+
+/* Decoding, in the call's task. */
+
+int nc__decode_reply(struct nc__xprt *x, struct nc__call *call)
+{
+	struct nc__rpc *r = call->rpc;
+	char verfbuf[MAX_AUTH_BYTES];
+	struct rpc_msg msg;
+	XDR xdrs;
+	int rc = 0;
+
+	memset(&msg, 0, sizeof(msg));
+	msg.acpted_rply.ar_verf.oa_base = verfbuf;
+	msg.acpted_rply.ar_results.where = r->resp;
+	msg.acpted_rply.ar_results.proc = r->xres;
+	xdrmem_create(&xdrs, (char *)call->reply, (u_int)call->reply_len,
+		      XDR_DECODE);
+	if (!xdr_replymsg(&xdrs, &msg)) {
+		/*
+		 * The header decoded or not, the results did not: free what
+		 * the result routine may have allocated.
+		 */
+		xdr_free(r->xres, r->resp);
+		nc__count(&x->stats->bad_replies);
+		rc = -EPROTO; /* not an RPC reply we can read */
+	} else if (msg.rm_reply.rp_stat == MSG_DENIED) {
+		rc = nc__rpc_reject_errno(msg.rjcted_rply.rj_stat,
+					  msg.rjcted_rply.rj_why);
+	} else if (msg.acpted_rply.ar_stat != SUCCESS) {
+		rc = nc__rpc_accept_errno(msg.acpted_rply.ar_stat);
+	}
+	xdr_destroy(&xdrs);
+	return rc;
+}
+
+/* Matching replies to calls. */
+
+/* The call waiting for xid, or NULL.  Called with x->lock held. */
+static struct nc__call *xid_find(struct nc__xprt *x, uint32_t xid)
+{
+	for (struct nc__call *c = *nc__xid_bucket(x, xid); c; c = c->hnext)
+		if (c->xid == xid)
+			return c;
+	return NULL;
+}
+
+/*
+ * Hands a complete record to its call.  Takes ownership of rec.  Returns
+ * -EPROTO for a record that is not an RPC reply at all.
+ */
+static int deliver(struct nc__xprt *x, unsigned char *rec, size_t len)
+{
+	struct nc__call *call;
+	uint32_t xid, dir;
+
+	if (len < 8) {
+		nc__count(&x->stats->bad_replies);
+		free(rec);
+		return -EPROTO;
+	}
+	memcpy(&xid, rec, 4);
+	memcpy(&dir, rec + 4, 4);
+	/* XDR put both in network order. */
+	xid = ntohl(xid);
+	if (ntohl(dir) != REPLY) {
+		nc__count(&x->stats->bad_replies);
+		free(rec);
+		return -EPROTO;
+	}
+	task_mutex_lock_nofail(&x->lock);
+	call = xid_find(x, xid);
+	if (!call || call->state == NC__CALL_DONE) {
+		nc__count(&x->stats->unknown_xids);
+		task_mutex_unlock(&x->lock);
+		free(rec);
+		return 0;
+	}
+	call->reply = rec;
+	call->reply_len = len;
+	nc__call_finish(x, call, 0);
+	task_cond_signal(&call->waiter->cond);
+	if (x->not_responding) {
+		x->not_responding = false;
+		fprintf(stderr, "intrfs: server %s OK\n", x->server);
+	}
+	task_mutex_unlock(&x->lock);
+	return 0;
+}
+
+/*
+ * Ends every call in flight with rc (a stream that is not RPC, on a
+ * transport that does not retry for ever).  Called with x->lock held.
+ */
+static void fail_all_calls(struct nc__xprt *x, int rc)
+{
+	for (unsigned i = 0; i < NC__XID_BUCKETS; i++) {
+		while (x->table[i]) {
+			struct nc__call *c = x->table[i];
+
+			nc__call_finish(x, c, rc);
+			task_cond_signal(&c->waiter->cond);
+		}
+	}
+}
+
+/* Reassembling records. */
+
+void nc__rx_reset(struct nc__rx *rx)
+{
+	free(rx->rec);
+	rx->rec = NULL;
+	rx->rec_len = rx->rec_cap = 0;
+	rx->mark_have = 0;
+	rx->frag_left = 0;
+	rx->last = false;
+}
+
+int nc__rx_parse(struct nc__xprt *x, struct nc__rx *rx,
+		 const unsigned char *buf, size_t len)
+{
+	size_t pos = 0;
+
+	while (pos < len) {
+		size_t take;
+
+		if (rx->frag_left == 0 && rx->mark_have < 4) {
+			uint32_t m;
+
+			take = 4 - rx->mark_have < len - pos ?
+				       4 - rx->mark_have :
+				       len - pos;
+			memcpy(rx->mark + rx->mark_have, buf + pos, take);
+			rx->mark_have += (unsigned)take;
+			pos += take;
+			if (rx->mark_have < 4)
+				break;
+			memcpy(&m, rx->mark, 4);
+			m = ntohl(m);
+			rx->last = (m & NC__RM_LAST) != 0;
+			rx->frag_left = m & RM_LEN_MASK;
+			if (rx->rec_len + rx->frag_left > REPLY_MAX) {
+				nc__count(&x->stats->bad_replies);
+				return -EPROTO;
+			}
+			if (rx->rec_len + rx->frag_left > rx->rec_cap) {
+				size_t cap = rx->rec_len + rx->frag_left;
+				unsigned char *p =
+					realloc(rx->rec, cap ? cap : 1);
+
+				if (!p)
+					return -ENOMEM;
+				rx->rec = p;
+				rx->rec_cap = cap;
+			}
+		}
+		take = rx->frag_left < len - pos ? rx->frag_left : len - pos;
+		memcpy(rx->rec + rx->rec_len, buf + pos, take);
+		rx->rec_len += take;
+		pos += take;
+		rx->frag_left -= take;
+		if (rx->frag_left == 0) {
+			rx->mark_have = 0;
+			if (rx->last) {
+				int rc = deliver(x, rx->rec, rx->rec_len);
+
+				rx->rec = NULL;
+				rx->rec_len = rx->rec_cap = 0;
+				if (rc)
+					return rc;
+			}
+		}
+	}
+	return 0;
+}
+
+/* The receiver thread. */
+
+/*
+ * Whether the path to the server is dead: data in flight that the server's
+ * TCP has not acknowledged for dead_after, while calls wait.
+ */
+static bool path_dead(struct nc__xprt *x, int fd)
+{
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+	uint64_t dead_after;
+	unsigned inflight;
+	int outq = 0;
+
+	task_mutex_lock_nofail(&x->lock);
+	inflight = x->inflight;
+	dead_after = nc__xprt_dead_after(x);
+	task_mutex_unlock(&x->lock);
+	if (!inflight || getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0)
+		return false;
+	/*
+	 * Bytes queued, sent or not (TCP in loss recovery may hold back
+	 * what it has not sent), into a window the server opened, with no
+	 * ACK for that long.  A stopped server's kernel closes the window
+	 * instead, and answers the probes (ever rarer) that test it.
+	 */
+	if (ioctl(fd, SIOCOUTQ, &outq) < 0 || outq == 0 ||
+	    ti.tcpi_snd_wnd == 0 ||
+	    (uint64_t)ti.tcpi_last_ack_recv * 1000000ull < dead_after)
+		return false;
+	fprintf(stderr,
+		"intrfs: server %s has acknowledged nothing for %u s: "
+		"dropping the connection and making a new one\n",
+		x->server, ti.tcpi_last_ack_recv / 1000);
+	return true;
+}
+
+/*
+ * Reads from fd until the connection ends, the transport stops or a
+ * disconnect wakes us.  Returns true when the receiver should drop the
+ * connection itself (EOF, error, untrustworthy stream, dead path).
+ */
+static bool rx_connection(struct nc__xprt *x, struct nc__rx *rx,
+			  unsigned char *staging, int fd, uint64_t gen,
+			  bool *by_client, bool *garbage)
+{
+	struct pollfd p[2] = { { fd, POLLIN, 0 }, { x->rx_efd, POLLIN, 0 } };
+
+	for (;;) {
+		ssize_t n;
+		int ready = poll(p, 2, LIVENESS_POLL_MS);
+
+		if (ready < 0) {
+			if (errno == EINTR)
+				continue;
+			return true;
+		}
+		if (ready == 0) {
+			if (path_dead(x, fd)) {
+				*by_client = true;
+				return true;
+			}
+			continue;
+		}
+		if (p[1].revents) {
+			uint64_t v;
+			bool gone;
+
+			n = read(x->rx_efd, &v, sizeof(v));
+			(void)n;
+			task_mutex_lock_nofail(&x->lock);
+			gone = x->stop || x->gen != gen ||
+			       x->conn != NC__CONN_UP;
+			task_mutex_unlock(&x->lock);
+			if (gone)
+				return false;
+		}
+		if (!p[0].revents)
+			continue;
+		n = recv(fd, staging, RX_STAGING, MSG_DONTWAIT);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			continue;
+		if (n <= 0)
+			return true; /* EOF or a broken connection */
+		if (nc__rx_parse(x, rx, staging, (size_t)n) < 0) {
+			*by_client = true;
+			*garbage = true;
+			return true;
+		}
+	}
+}
+
+void nc__close_reset(int fd)
+{
+	struct linger lg = { 1, 0 };
+
+	setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	close(fd);
+}
+
+void *nc__xprt_receiver(void *arg)
+{
+	struct nc__xprt *x = arg;
+	struct nc__rx rx = { 0 };
+	unsigned char *staging = malloc(RX_STAGING);
+
+	if (!staging)
+		abort();
+	task_mutex_lock_nofail(&x->lock);
+	for (;;) {
+		bool by_client = false, garbage = false, drop;
+		uint64_t gen;
+		int fd;
+
+		if (x->closing_fd >= 0) {
+			int cfd = x->closing_fd;
+
+			/*
+			 * A sender may still be inside send_record() with it
+			 * (woken by the shutdown, about to see the error):
+			 * close it only when none is, so that no sender ever
+			 * writes to a number that a new socket took.
+			 */
+			task_mutex_unlock(&x->lock);
+			task_mutex_lock_nofail(&x->send_lock);
+			nc__close_reset(cfd);
+			task_mutex_unlock(&x->send_lock);
+			task_mutex_lock_nofail(&x->lock);
+			x->closing_fd = -1;
+			task_cond_broadcast(&x->conn_cond);
+			continue;
+		}
+		if (x->stop)
+			break;
+		if (x->conn != NC__CONN_UP) {
+			/* Not a task: nothing can interrupt this wait. */
+			int rc = task_cond_wait(&x->conn_cond, &x->lock,
+						TASK_UNINTERRUPTIBLE,
+						TASK_FOREVER);
+
+			(void)rc;
+			continue;
+		}
+		fd = x->fd;
+		gen = x->gen;
+		task_mutex_unlock(&x->lock);
+
+		nc__rx_reset(&rx);
+		drop = rx_connection(x, &rx, staging, fd, gen, &by_client,
+				     &garbage);
+
+		task_mutex_lock_nofail(&x->lock);
+		if (drop && x->gen == gen && x->conn == NC__CONN_UP)
+			nc__xprt_disconnect(x, by_client);
+		if (garbage) {
+			x->garbage = true;
+			/* Sending again would get the same: soft ends here. */
+			if (x->timeout.mode != NC_HARD)
+				fail_all_calls(x, -EPROTO);
+		}
+	}
+	task_mutex_unlock(&x->lock);
+	nc__rx_reset(&rx);
+	free(staging);
+	return NULL;
+}
