@@ -6,6 +6,7 @@
  * stalled.  Every result is checked against the export directory itself.
  */
 #include "test.h"
+#include "testenv.h"
 
 #include "intrfs/netclient.h"
 
@@ -16,34 +17,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-struct env {
-	const char *server, *export_dir;
-	unsigned nfs_port, mount_port;
-	pid_t ganesha;
-};
-
-static const char *need(const char *name)
-{
-	const char *v = getenv(name);
-
-	if (!v || !*v)
-		TEST__FAIL("%s is not set: run the client tests through "
-			   "tests/run (it starts the server)",
-			   name);
-	return v;
-}
-
-static void env_get(struct env *e)
-{
-	e->server = need("INTRFS_TEST_SERVER");
-	e->export_dir = need("INTRFS_TEST_EXPORT");
-	e->nfs_port = (unsigned)atoi(need("INTRFS_TEST_NFS_PORT"));
-	e->mount_port = (unsigned)atoi(need("INTRFS_TEST_MOUNT_PORT"));
-	e->ganesha = (pid_t)atoi(need("INTRFS_TEST_GANESHA_PID"));
-}
-
 struct ctx {
-	struct env env;
+	struct test_server env;
 	nc_client_t *c;
 	task_t *task;
 	struct nc_cred root, user;
@@ -61,7 +36,7 @@ static void ctx_open(struct ctx *x, const char *extra)
 	struct nc_opts o;
 
 	memset(x, 0, sizeof(*x));
-	env_get(&x->env);
+	testenv_server(&x->env);
 	snprintf(sub, sizeof(sub), "c-%d-%u", (int)getpid(), ++seq);
 	snprintf(x->local, sizeof(x->local), "%s/%s", x->env.export_dir, sub);
 	ASSERT_EQ(mkdir(x->local, 0777), 0);
@@ -397,10 +372,10 @@ TEST_IMPL(client_mount_errors)
 	struct nc_opts o;
 	struct nc_fh fh;
 	nc_client_t *c;
-	struct env e;
+	struct test_server e;
 	task_t *t;
 
-	env_get(&e);
+	testenv_server(&e);
 	t = task_create(&attr);
 	task_enter(t);
 	nc_cred_self(&cred);

@@ -1,12 +1,14 @@
 /*
  * Writes seed inputs for fuzz_reply into a directory: well-formed reply
  * streams for the calls it waits on (XIDs 1 to 4: GETATTR, LOOKUP, READ,
- * READDIRPLUS), one split into fragments, one with a stray XID, so that
- * the fuzzer starts from the shapes a server really sends.
+ * READDIRPLUS), one split into fragments, one with a stray XID, one with an
+ * NFS error, so that the fuzzer starts from the shapes a server really
+ * sends.  The records are encoded by rpc_encode.h, as the unit tests' fake
+ * server encodes its own.  Writes nothing but the files in DIR.
  */
 #include "nfs3.h"
+#include "rpc_encode.h"
 
-#include <arpa/inet.h>
 #include <rpc/rpc.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,36 +19,18 @@
 static unsigned char out[1 << 16];
 static size_t out_len;
 
-/* Appends one reply record (mark + message) to out, in frags fragments. */
+/* Appends one reply record to out, in frags fragments. */
 static void add_reply(uint32_t xid, xdrproc_t proc, void *res, unsigned frags)
 {
-	unsigned char msgbuf[1 << 15];
-	struct rpc_msg m;
-	size_t len, done = 0;
-	XDR x;
+	size_t n = rpc_encode_reply(out + out_len, sizeof(out) - out_len, xid,
+				    proc, res, frags);
 
-	memset(&m, 0, sizeof(m));
-	m.rm_xid = xid;
-	m.rm_direction = REPLY;
-	m.rm_reply.rp_stat = MSG_ACCEPTED;
-	m.acpted_rply.ar_verf = _null_auth;
-	m.acpted_rply.ar_stat = SUCCESS;
-	m.acpted_rply.ar_results.where = res;
-	m.acpted_rply.ar_results.proc = proc;
-	xdrmem_create(&x, (char *)msgbuf, sizeof(msgbuf), XDR_ENCODE);
-	if (!xdr_replymsg(&x, &m))
-		abort();
-	len = xdr_getpos(&x);
-	for (unsigned f = 0; f < frags; f++) {
-		size_t part = f + 1 == frags ? len - done : len / frags;
-		uint32_t mark = htonl((f + 1 == frags ? 0x80000000u : 0) |
-				      (uint32_t)part);
-
-		memcpy(out + out_len, &mark, 4);
-		memcpy(out + out_len + 4, msgbuf + done, part);
-		out_len += 4 + part;
-		done += part;
+	if (n == 0) {
+		fprintf(stderr, "fuzz_reply_seeds: reply %u does not fit\n",
+			(unsigned)xid);
+		exit(1);
 	}
+	out_len += n;
 }
 
 static void save(const char *dir, const char *name)

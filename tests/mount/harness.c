@@ -1,8 +1,12 @@
 /*
- * The mount test harness (harness.h).
+ * The mount test harness (harness.h).  It owns, for the test running in
+ * this process, the mounts it made (live[]), the partition it loaded and
+ * the server it may have stalled, and must never leave one of them behind:
+ * on_abort() lets go of them all when an ASSERT aborts, and tests/run
+ * stops the daemons it noted ($INTRFS_TEST_PIDS) if the process dies some
+ * other way.  Single-threaded: no locks.
  */
 #include "harness.h"
-#include "proc.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -23,7 +27,7 @@
 #define UMOUNT_DEADLINE_MS 15000
 #define MAX_LIVE 8
 
-static const struct srv *live_srv;
+static const struct test_server *live_srv;
 static bool partitioned;
 static char nft_table[64];
 static struct mnt *live[MAX_LIVE];
@@ -47,60 +51,122 @@ static void on_abort(int sig)
 	raise(sig);
 }
 
-static const char *env_or_fail(const char *name)
-{
-	const char *v = getenv(name);
-
-	if (!v || !*v)
-		TEST__FAIL("%s is not set: run the mount tests through "
-			   "tests/run (it starts the server)",
-			   name);
-	return v;
-}
-
-void srv_get(struct srv *s)
+void srv_get(struct test_server *s)
 {
 	if (access("/dev/fuse", R_OK | W_OK) != 0)
 		TEST_SKIP("/dev/fuse is not usable here (%s): no mount tests",
 			  strerror(errno));
-	s->server = env_or_fail("INTRFS_TEST_SERVER");
-	s->export_dir = env_or_fail("INTRFS_TEST_EXPORT");
-	s->nfs_port = (unsigned)atoi(env_or_fail("INTRFS_TEST_NFS_PORT"));
-	s->mount_port = (unsigned)atoi(env_or_fail("INTRFS_TEST_MOUNT_PORT"));
-	s->ganesha = (pid_t)atoi(env_or_fail("INTRFS_TEST_GANESHA_PID"));
-	s->intrfs = env_or_fail("INTRFS_BIN");
+	testenv_server(s);
 	live_srv = s;
 	signal(SIGABRT, on_abort);
 	signal(SIGPIPE, SIG_IGN);
+}
+
+const char *intrfs_bin(void)
+{
+	return testenv_get("INTRFS_BIN");
 }
 
 /*
  * SIGSTOP returns before the server's threads have stopped: wait until they
  * all have, so that no request sent after this is answered.
  */
-void srv_stall(const struct srv *s)
+void srv_stall(const struct test_server *s)
 {
 	test_stop_process(s->ganesha);
 }
 
-void srv_resume(const struct srv *s)
+void srv_resume(const struct test_server *s)
 {
 	kill(s->ganesha, SIGCONT);
+}
+
+/*
+ * The queues of the established TCP connections to the server's NFS port,
+ * from /proc/net/tcp and tcp6: what the server has not read (rx_queue of
+ * its end) and what the clients have not had acknowledged (tx_queue of
+ * theirs).  Both ends are on this machine's loopback.
+ */
+static void srv_queues(const struct test_server *s, uint64_t *unread,
+		       uint64_t *unacked)
+{
+	static const char *const files[] = { "/proc/net/tcp",
+					     "/proc/net/tcp6" };
+
+	*unread = *unacked = 0;
+	for (size_t i = 0; i < ARRAY_SIZE(files); i++) {
+		FILE *f = fopen(files[i], "r");
+		char line[512];
+
+		if (!f)
+			continue; /* no IPv6 here */
+		while (fgets(line, sizeof(line), f)) {
+			unsigned lport, rport, state;
+			uint64_t tx, rx;
+
+			if (sscanf(line,
+				   " %*d: %*[0-9A-Fa-f]:%x %*[0-9A-Fa-f]:%x "
+				   "%x %" SCNx64 ":%" SCNx64,
+				   &lport, &rport, &state, &tx, &rx) != 5 ||
+			    state != 1 /* TCP_ESTABLISHED */)
+				continue;
+			if (lport == s->nfs_port)
+				*unread += rx;
+			if (rport == s->nfs_port)
+				*unacked += tx;
+		}
+		fclose(f);
+	}
+}
+
+uint64_t srv_unread(const struct test_server *s)
+{
+	uint64_t unread, unacked;
+
+	srv_queues(s, &unread, &unacked);
+	return unread;
+}
+
+void srv_wait_call(const struct test_server *s, uint64_t before)
+{
+	ASSERT_WITHIN(srv_unread(s) > before, 10000);
+}
+
+void srv_wait_queues_full(const struct test_server *s)
+{
+	uint64_t end = region_now_ns() + 10000000000ull;
+	uint64_t unread = 0, unacked = 0;
+	unsigned same = 0;
+
+	/* Full: the clients' side holds bytes, and nothing moved for 100 ms. */
+	while (same < 10) {
+		uint64_t r, a;
+
+		test_sleep_ms(10);
+		srv_queues(s, &r, &a);
+		same = a > 0 && r == unread && a == unacked ? same + 1 : 0;
+		unread = r;
+		unacked = a;
+		if (region_now_ns() > end)
+			TEST__FAIL("the server's queues did not fill: %" PRIu64
+				   " bytes unread, %" PRIu64 " unacknowledged",
+				   unread, unacked);
+	}
 }
 
 /* The spare server. */
 
 /* Runs start-server for the spare and reads what it prints into s. */
-static void spare_run_start(struct srv *s)
+static void spare_run_start(struct test_server *s)
 {
 	static char export_dir[600];
-	const char *scripts = env_or_fail("INTRFS_TEST_SCRIPTS");
-	const char *dir = env_or_fail("INTRFS_TEST_SPARE_DIR");
+	const char *scripts = testenv_get("INTRFS_TEST_SCRIPTS");
+	const char *dir = testenv_get("INTRFS_TEST_SPARE_DIR");
 	unsigned ports[4];
 	char cmd[2048], line[600];
 	FILE *f;
 
-	if (sscanf(env_or_fail("INTRFS_TEST_SPARE_PORTS"), "%u %u %u %u",
+	if (sscanf(testenv_get("INTRFS_TEST_SPARE_PORTS"), "%u %u %u %u",
 		   &ports[0], &ports[1], &ports[2], &ports[3]) != 4)
 		TEST__FAIL("INTRFS_TEST_SPARE_PORTS is not four ports");
 	snprintf(cmd, sizeof(cmd),
@@ -128,14 +194,14 @@ static void spare_run_start(struct srv *s)
 	s->mount_port = ports[1];
 }
 
-void spare_start(struct srv *s)
+void spare_start(struct test_server *s)
 {
 	srv_get(s);
 	spare_run_start(s);
 	live_srv = s;
 }
 
-void spare_restart(struct srv *s)
+void spare_restart(struct test_server *s)
 {
 	kill(s->ganesha, SIGKILL);
 	/* Not our child: wait until it is gone. */
@@ -145,14 +211,14 @@ void spare_restart(struct srv *s)
 	spare_run_start(s);
 }
 
-void spare_stop(struct srv *s)
+void spare_stop(struct test_server *s)
 {
 	char cmd[1024];
 
 	snprintf(cmd, sizeof(cmd),
 		 "%s/stop-server --run-dir %s >/dev/null 2>&1",
-		 env_or_fail("INTRFS_TEST_SCRIPTS"),
-		 env_or_fail("INTRFS_TEST_SPARE_DIR"));
+		 testenv_get("INTRFS_TEST_SCRIPTS"),
+		 testenv_get("INTRFS_TEST_SPARE_DIR"));
 	kill(s->ganesha, SIGCONT);
 	if (system(cmd) != 0)
 		fprintf(stderr, "# stop-server for the spare server failed\n");
@@ -194,59 +260,6 @@ void net_heal(void)
 	if (system(cmd) != 0)
 		fprintf(stderr, "# could not delete nftables table %s\n",
 			nft_table);
-}
-
-/* Processes. */
-
-unsigned children_of(pid_t parent, pid_t *out, unsigned max)
-{
-	struct dirent *de;
-	unsigned n = 0;
-	DIR *d = opendir("/proc");
-
-	ASSERT_NOT_NULL(d);
-	while ((de = readdir(d)) && n < max) {
-		char path[300], buf[512], *p;
-		int ppid;
-		FILE *f;
-
-		if (de->d_name[0] < '0' || de->d_name[0] > '9')
-			continue;
-		snprintf(path, sizeof(path), "/proc/%s/stat", de->d_name);
-		f = fopen(path, "r");
-		if (!f)
-			continue;
-		p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
-		fclose(f);
-		if (p && sscanf(p + 1, " %*c %d", &ppid) == 1 && ppid == parent)
-			out[n++] = (pid_t)atoi(de->d_name);
-	}
-	closedir(d);
-	return n;
-}
-
-bool proc_gone_within(pid_t pid, unsigned timeout_ms)
-{
-	uint64_t end = region_now_ns() + (uint64_t)timeout_ms * 1000000u;
-
-	for (;;) {
-		char path[64], buf[512], *p, state = 'R';
-		FILE *f;
-
-		/* Reap it if it is ours. */
-		waitpid(pid, NULL, WNOHANG);
-		snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-		f = fopen(path, "r");
-		if (!f)
-			return true;
-		p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
-		fclose(f);
-		if (p && sscanf(p + 1, " %c", &state) == 1 && state == 'Z')
-			return true;
-		if (region_now_ns() > end)
-			return false;
-		usleep(1000);
-	}
 }
 
 static bool is_mounted(const char *dir)
@@ -295,8 +308,10 @@ static void note_pid(pid_t pid)
 }
 
 /* Starts the daemon; returns its pid. */
-static pid_t spawn_daemon(struct mnt *m, const struct srv *s, const char *opts)
+static pid_t spawn_daemon(struct mnt *m, const struct test_server *s,
+			  const char *opts)
 {
+	const char *intrfs = intrfs_bin();
 	char sub[64], source[600], o[800];
 	pid_t pid;
 
@@ -320,7 +335,7 @@ static pid_t spawn_daemon(struct mnt *m, const struct srv *s, const char *opts)
 
 		dup2(fd, 1);
 		dup2(fd, 2);
-		execl(s->intrfs, "intrfs", "-f", source, m->dir, "-o", o,
+		execl(intrfs, "intrfs", "-f", source, m->dir, "-o", o,
 		      (char *)NULL);
 		perror("exec intrfs");
 		_exit(127);
@@ -339,24 +354,31 @@ void mnt_read_log(const struct mnt *m, char *buf, size_t len)
 		close(fd);
 }
 
-void mnt_wait_log(const struct mnt *m, const char *what, unsigned ms)
+bool mnt_log_within(const struct mnt *m, const char *what, unsigned ms,
+		    char *buf, size_t len)
 {
 	uint64_t end = region_now_ns() + (uint64_t)ms * 1000000u;
-	char log[16384];
 
 	for (;;) {
-		mnt_read_log(m, log, sizeof(log));
-		if (strstr(log, what))
-			return;
+		mnt_read_log(m, buf, len);
+		if (strstr(buf, what))
+			return true;
 		if (region_now_ns() > end)
-			TEST__FAIL("the daemon did not log \"%s\" within %u ms:"
-				   "\n%s",
-				   what, ms, log);
+			return false;
 		test_sleep_ms(20);
 	}
 }
 
-void mnt_start(struct mnt *m, const struct srv *s, const char *opts)
+void mnt_wait_log(const struct mnt *m, const char *what, unsigned ms)
+{
+	char log[16384];
+
+	if (!mnt_log_within(m, what, ms, log, sizeof(log)))
+		TEST__FAIL("the daemon did not log \"%s\" within %u ms:\n%s",
+			   what, ms, log);
+}
+
+void mnt_start(struct mnt *m, const struct test_server *s, const char *opts)
 {
 	uint64_t end = region_now_ns() + MOUNT_DEADLINE_MS * 1000000ull;
 	char log[8192];
@@ -382,14 +404,14 @@ void mnt_start(struct mnt *m, const struct srv *s, const char *opts)
 	}
 }
 
-void mnt_spawn(struct mnt *m, const struct srv *s, const char *opts)
+void mnt_spawn(struct mnt *m, const struct test_server *s, const char *opts)
 {
 	memset(m, 0, sizeof(*m));
 	m->pid = spawn_daemon(m, s, opts);
 }
 
-int mnt_start_fails(struct mnt *m, const struct srv *s, const char *opts,
-		    char *buf, size_t len)
+int mnt_start_fails(struct mnt *m, const struct test_server *s,
+		    const char *opts, char *buf, size_t len)
 {
 	uint64_t end = region_now_ns() + MOUNT_DEADLINE_MS * 1000000ull;
 	int status;
@@ -616,7 +638,7 @@ bool probe_wait(struct probe *p, unsigned timeout_ms, struct probe_result *r,
 	return true;
 }
 
-void mnt_fresh(struct mnt *m, struct srv *s, const char *extra)
+void mnt_fresh(struct mnt *m, struct test_server *s, const char *extra)
 {
 	char o[256];
 

@@ -1,31 +1,26 @@
 /*
- * The mount test harness: the server the suite runs against (from the
- * environment tests/run sets), intrfs mounts made and unmade per test, the
- * server stalled and resumed (SIGSTOP/SIGCONT on ganesha), and child
- * processes that do one filesystem call and report what they saw (the
- * result, errno, how long it took) through a pipe.
+ * The mount test harness: the server the suite runs against (testenv.h),
+ * intrfs mounts made and unmade per test, the server stalled and resumed
+ * (SIGSTOP/SIGCONT on ganesha), what its sockets hold while it is stalled,
+ * partitions, a spare server to kill, and child processes that do one
+ * filesystem call and report what they saw (the result, errno, how long it
+ * took) through a pipe.
  *
- * A test that fails (ASSERT aborts) still unmounts and resumes the server:
- * the harness catches SIGABRT for that.  Without /dev/fuse every mount test
- * is skipped with a message.
+ * A test that fails (ASSERT aborts) still unmounts, heals the partition and
+ * resumes the server: the harness catches SIGABRT for that.  Without
+ * /dev/fuse every mount test is skipped with a message.
  */
 #ifndef INTRFS_MOUNT_HARNESS_H
 #define INTRFS_MOUNT_HARNESS_H
 
+#include "proc.h"
 #include "test.h"
+#include "testenv.h"
 
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/stat.h>
 #include <sys/types.h>
-
-struct srv {
-	const char *server; /* 127.0.0.1 */
-	const char *export_dir; /* the exported directory, local path */
-	unsigned nfs_port, mount_port;
-	pid_t ganesha;
-	const char *intrfs; /* the daemon binary */
-};
 
 struct mnt {
 	char dir[256]; /* mount point */
@@ -36,7 +31,7 @@ struct mnt {
 };
 
 /* Reads the server from the environment; skips without /dev/fuse. */
-void srv_get(struct srv *s);
+void srv_get(struct test_server *s);
 /*
  * The spare server: a second private ganesha (its run directory and ports
  * from the environment tests/run sets) that a test may kill and start
@@ -44,9 +39,9 @@ void srv_get(struct srv *s);
  * with SIGKILL and starts it again on the same ports and export, returning
  * when it answers; spare_stop() stops it.
  */
-void spare_start(struct srv *s);
-void spare_restart(struct srv *s);
-void spare_stop(struct srv *s);
+void spare_start(struct test_server *s);
+void spare_restart(struct test_server *s);
+void spare_stop(struct test_server *s);
 /*
  * A partition: nftables drops every packet to and from TCP port, both
  * ways, with no RST (net_heal() lifts it; an ASSERT lifts it too).
@@ -54,27 +49,45 @@ void spare_stop(struct srv *s);
 void net_partition(unsigned port);
 void net_heal(void);
 /* Stops (SIGSTOP) or resumes (SIGCONT) the server. */
-void srv_stall(const struct srv *s);
-void srv_resume(const struct srv *s);
+void srv_stall(const struct test_server *s);
+void srv_resume(const struct test_server *s);
+/*
+ * The bytes of calls the server has not read yet (its sockets' receive
+ * queues): while it is stalled, they grow when a call reaches it.
+ */
+uint64_t srv_unread(const struct test_server *s);
+/*
+ * Waits until a call reached the stalled server since it had unread
+ * `before` bytes: the request that made it is in the daemon, not only
+ * entering the kernel (10 s deadline).
+ */
+void srv_wait_call(const struct test_server *s, uint64_t before);
+/*
+ * Waits until the stalled server's receive queues and the clients' send
+ * queues are full: they hold bytes and stop growing (10 s deadline).  A
+ * write sent after this waits behind them.
+ */
+void srv_wait_queues_full(const struct test_server *s);
 
 /*
  * Mounts a fresh directory of the export (created empty, mode 0777) with
  * extra options opts ("" for none); waits until mounted, or fails the test
  * with the daemon's log.
  */
-void mnt_start(struct mnt *m, const struct srv *s, const char *opts);
+void mnt_start(struct mnt *m, const struct test_server *s, const char *opts);
 /* The daemon refused to mount: returns its exit status, log in buf. */
-int mnt_start_fails(struct mnt *m, const struct srv *s, const char *opts,
-		    char *buf, size_t len);
+int mnt_start_fails(struct mnt *m, const struct test_server *s,
+		    const char *opts, char *buf, size_t len);
 /* Only starts the daemon (m->pid); the test watches its log. */
-void mnt_spawn(struct mnt *m, const struct srv *s, const char *opts);
+void mnt_spawn(struct mnt *m, const struct test_server *s, const char *opts);
 void mnt_stop(struct mnt *m);
-/* The pids of the live children of parent (at most max); how many. */
-unsigned children_of(pid_t parent, pid_t *out, unsigned max);
-/* Whether pid is gone (or a zombie), polling up to timeout_ms. */
-bool proc_gone_within(pid_t pid, unsigned timeout_ms);
+/* The daemon binary (INTRFS_BIN). */
+const char *intrfs_bin(void);
 /* What the daemon has logged so far. */
 void mnt_read_log(const struct mnt *m, char *buf, size_t len);
+/* Whether the daemon logs what within ms (its log is then in buf). */
+bool mnt_log_within(const struct mnt *m, const char *what, unsigned ms,
+		    char *buf, size_t len);
 /* Waits up to ms for the daemon to log what; fails the test if it does not. */
 void mnt_wait_log(const struct mnt *m, const char *what, unsigned ms);
 /* Paths inside the mount and on the export. */
@@ -125,7 +138,7 @@ bool probe_wait(struct probe *p, unsigned timeout_ms, struct probe_result *r,
 bool probe_blocked(const struct probe *p);
 
 /* Mounts with attribute caching off (noac), so each check sees the server. */
-void mnt_fresh(struct mnt *m, struct srv *s, const char *extra);
+void mnt_fresh(struct mnt *m, struct test_server *s, const char *extra);
 
 /* A user that is not root, for the credential and permission tests. */
 #define USER_UID 1000

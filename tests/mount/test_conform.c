@@ -58,7 +58,7 @@ TEST_IMPL(conform_truncating_open)
 	};
 	static const char longer[] = "longer text here\n";
 	struct mnt m;
-	struct srv s;
+	struct test_server s;
 
 	srv_get(&s);
 	/* Attribute caching on: the open must truncate, not the cache. */
@@ -192,7 +192,7 @@ TEST_IMPL(conform_unlinked_while_open)
 		{ RENAMED_OVER, OP_FTRUNCATE, "rename over, then ftruncate" },
 	};
 	struct mnt m;
-	struct srv s;
+	struct test_server s;
 
 	srv_get(&s);
 	mnt_start(&m, &s, "");
@@ -252,7 +252,7 @@ TEST_IMPL(conform_silly_name_busy)
 {
 	char silly[256], path[800];
 	struct mnt m;
-	struct srv s;
+	struct test_server s;
 	int fd;
 
 	srv_get(&s);
@@ -290,7 +290,7 @@ TEST_IMPL(conform_silly_after_daemon_death)
 {
 	char log[8192], dead_dir[512];
 	struct mnt m, m2;
-	struct srv s;
+	struct test_server s;
 	int fd, status;
 
 	srv_get(&s);
@@ -323,7 +323,7 @@ TEST_IMPL(conform_silly_removed_at_unmount)
 	int to_child[2], from_child[2];
 	char dir[512], c;
 	struct mnt m;
-	struct srv s;
+	struct test_server s;
 	pid_t pid;
 
 	srv_get(&s);
@@ -524,7 +524,7 @@ TEST_IMPL(conform_permissions)
 		{ "stat one's own file", try_stat, "mine", 0 },
 	};
 	struct mnt m;
-	struct srv s;
+	struct test_server s;
 
 	srv_get(&s);
 	/* Attribute and entry caching on: that is what is tested. */
@@ -551,7 +551,7 @@ TEST_IMPL(conform_permissions)
 TEST_IMPL(conform_permissions_revoked)
 {
 	struct mnt m;
-	struct srv s;
+	struct test_server s;
 
 	srv_get(&s);
 	mnt_start(&m, &s, "allow_other");
@@ -627,7 +627,7 @@ TEST_IMPL(conform_setuid_write)
 	/* The reference files: where the user can reach them locally. */
 	char refdir[] = "/tmp/intrfs-test-ref.XXXXXX";
 	struct mnt m;
-	struct srv s;
+	struct test_server s;
 
 	srv_get(&s);
 	ASSERT_NOT_NULL(mkdtemp(refdir));
@@ -683,7 +683,7 @@ TEST_IMPL(conform_time_range)
 		{ 1, 0 },
 	};
 	struct mnt m;
-	struct srv s;
+	struct test_server s;
 
 	mnt_fresh(&m, &s, "");
 	write_file(mpath(&m, "f"), "t", 1);

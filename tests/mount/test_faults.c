@@ -177,7 +177,7 @@ TEST_IMPL(fault_soft_write_fails_in_time)
 	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct report r;
 		struct mnt m;
-		struct srv s;
+		struct test_server s;
 		uint64_t t0;
 		pid_t pid;
 		int fd;
@@ -301,7 +301,7 @@ TEST_IMPL(fault_intr_signal_storm)
 	uint64_t eintrs = 0, sent = 0, end;
 	unsigned ndone = 0;
 	struct mnt m;
-	struct srv s;
+	struct test_server s;
 
 	struct sigaction sa = { 0 };
 
@@ -427,7 +427,7 @@ TEST_IMPL(fault_kill_writer_stalled)
 		int fd[4];
 		uint64_t t0;
 		struct mnt m;
-		struct srv s;
+		struct test_server s;
 
 		fprintf(stderr, "# %s\n", cases[i].what);
 		mnt_fresh(&m, &s, "hard");
@@ -498,7 +498,7 @@ TEST_IMPL(fault_writes_resume_after_server_restart)
 	int fd[RESTART_WRITERS];
 	uint64_t ready;
 	struct mnt m;
-	struct srv s;
+	struct test_server s;
 
 	spare_start(&s);
 	mnt_start(&m, &s, "hard");
@@ -552,7 +552,7 @@ TEST_IMPL(fault_partition_heals_promptly)
 	struct report r;
 	uint64_t healed;
 	struct mnt m;
-	struct srv s;
+	struct test_server s;
 	pid_t pid;
 	int fd;
 
@@ -657,7 +657,7 @@ TEST_IMPL(fault_mount_garbage_or_silent_server)
 		  SILENT, REAL, "timed out", 8000 },
 	};
 	struct bad_server garbage, silent;
-	struct srv s;
+	struct test_server s;
 
 	srv_get(&s);
 	bad_server_start(&garbage, true);
@@ -702,7 +702,7 @@ TEST_IMPL(fault_mount_command_death_ends_attempt)
 	pid_t parent, kids[4];
 	uint64_t end;
 	unsigned n;
-	struct srv s;
+	struct test_server s;
 	int lfd;
 
 	srv_get(&s);
@@ -719,7 +719,7 @@ TEST_IMPL(fault_mount_command_death_ends_attempt)
 	ASSERT_GE(parent, 0);
 	if (parent == 0) {
 		dup2(lfd, 2);
-		execl(s.intrfs, "intrfs", src, dir, "-o", opts, (char *)NULL);
+		execl(intrfs_bin(), "intrfs", src, dir, "-o", opts, (char *)NULL);
 		_exit(127);
 	}
 	/* The foreground command says it is still trying. */
@@ -733,7 +733,7 @@ TEST_IMPL(fault_mount_command_death_ends_attempt)
 		ASSERT_LT(region_now_ns(), end);
 		test_sleep_ms(20);
 	}
-	n = children_of(parent, kids, 4);
+	n = proc_children(parent, kids, 4);
 	ASSERT_EQ(n, 1);
 	ASSERT_EQ(kill(parent, SIGINT), 0);
 	ASSERT_EQ(waitpid(parent, NULL, 0), parent);
@@ -778,7 +778,7 @@ TEST_IMPL(fault_memory_bounded)
 	unsigned long hwm, rss;
 	uint64_t end;
 	struct mnt m;
-	struct srv s;
+	struct test_server s;
 
 	mnt_fresh(&m, &s, "wbuf=8");
 	for (unsigned k = 0; k < 4; k++) {
@@ -838,7 +838,7 @@ TEST_IMPL(fault_background_logs_kept)
 	bool syslog = syslog_listens();
 	uint64_t end;
 	pid_t cmd, daemon = 0;
-	struct srv s;
+	struct test_server s;
 	int lfd, st;
 
 	srv_get(&s);
@@ -855,7 +855,7 @@ TEST_IMPL(fault_background_logs_kept)
 	ASSERT_GE(cmd, 0);
 	if (cmd == 0) {
 		dup2(lfd, 2);
-		execl(s.intrfs, "intrfs", src, dir, "-o", opts, (char *)NULL);
+		execl(intrfs_bin(), "intrfs", src, dir, "-o", opts, (char *)NULL);
 		_exit(127);
 	}
 	/* The command returns once mounted; the daemon goes on. */

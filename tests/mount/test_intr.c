@@ -74,7 +74,7 @@ static void run_row(const struct row *row)
 	struct probe_result r;
 	char log[16384], opts[256];
 	struct mnt m;
-	struct srv s;
+	struct test_server s;
 	int status;
 
 	srv_get(&s);
@@ -238,7 +238,7 @@ ROW(intr_percall_nointr_read, "policy=percall,hard,nointr,hung_timeout=1",
  * Interrupt latency does not grow with the number of requests stuck: a
  * session thread is always free to read the INTERRUPT.
  */
-static uint64_t latency_with(const struct mnt *m, const struct srv *s,
+static uint64_t latency_with(const struct mnt *m, const struct test_server *s,
 			     unsigned blocked)
 {
 	struct probe *ps = calloc(blocked, sizeof(*ps));
@@ -278,7 +278,7 @@ static int cmp_u64(const void *a, const void *b)
 
 #define LATENCY_ROUNDS 5
 
-static uint64_t median_latency(const struct mnt *m, const struct srv *s,
+static uint64_t median_latency(const struct mnt *m, const struct test_server *s,
 			       unsigned blocked)
 {
 	uint64_t v[LATENCY_ROUNDS];
@@ -293,7 +293,7 @@ TEST_IMPL(intr_latency_1_vs_64)
 {
 	uint64_t one, many;
 	struct mnt m;
-	struct srv s;
+	struct test_server s;
 
 	srv_get(&s);
 	mnt_start(&m, &s, "hard,intr,actimeo=60");

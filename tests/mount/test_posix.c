@@ -31,7 +31,7 @@ TEST_IMPL(posix_data_round_trips)
 	size_t max = 9 * 1048576;
 	char *buf = malloc(max), name[32];
 	struct mnt m;
-	struct srv s;
+	struct test_server s;
 
 	ASSERT_NOT_NULL(buf);
 	mnt_fresh(&m, &s, "");
@@ -91,7 +91,7 @@ TEST_IMPL(posix_namespace)
 	char target[64];
 	struct stat st, st2;
 	struct mnt m;
-	struct srv s;
+	struct test_server s;
 	ssize_t n;
 
 	mnt_fresh(&m, &s, "");
@@ -191,7 +191,7 @@ TEST_IMPL(posix_attributes)
 	struct statvfs sv, lsv;
 	struct stat st;
 	struct mnt m;
-	struct srv s;
+	struct test_server s;
 	char *buf;
 
 	mnt_fresh(&m, &s, "");
@@ -257,7 +257,7 @@ TEST_IMPL(posix_attributes)
 TEST_IMPL(posix_errors)
 {
 	struct mnt m;
-	struct srv s;
+	struct test_server s;
 	int fd;
 
 	mnt_fresh(&m, &s, "");
@@ -324,7 +324,7 @@ TEST_IMPL(cred_each_caller_acts_as_itself)
 		    with_other[] = { USER_GID, OTHER_GID };
 	struct stat st;
 	struct mnt m;
-	struct srv s;
+	struct test_server s;
 
 	mnt_fresh(&m, &s, "allow_other");
 	/* What only root may read. */
@@ -380,7 +380,7 @@ TEST_IMPL(cred_without_allow_other)
 {
 	const gid_t own[] = { USER_GID };
 	struct mnt m;
-	struct srv s;
+	struct test_server s;
 
 	mnt_fresh(&m, &s, "");
 	write_file(mpath(&m, "open"), "anyone", 6);
@@ -401,7 +401,7 @@ TEST_IMPL(posix_error_at_close)
 	char *buf = malloc(1 << 20);
 	uint64_t t0, took;
 	struct mnt m;
-	struct srv s;
+	struct test_server s;
 	int fd, rc, err;
 
 	ASSERT_NOT_NULL(buf);
@@ -434,7 +434,7 @@ TEST_IMPL(posix_error_at_close)
 }
 
 struct resume_later {
-	const struct srv *s;
+	const struct test_server *s;
 	unsigned ms;
 };
 
@@ -462,7 +462,7 @@ TEST_IMPL(posix_write_behind)
 	uint64_t t0, took;
 	pthread_t th;
 	struct mnt m;
-	struct srv s;
+	struct test_server s;
 	int fd, err;
 	ssize_t rc;
 
@@ -558,7 +558,7 @@ TEST_IMPL(mount_bad_options)
 	};
 	char log[8192];
 	struct mnt m;
-	struct srv s;
+	struct test_server s;
 
 	srv_get(&s);
 	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -604,7 +604,7 @@ static unsigned readahead_kb(const struct mnt *m)
 TEST_IMPL(mount_readahead)
 {
 	struct mnt m;
-	struct srv s;
+	struct test_server s;
 
 	srv_get(&s);
 	mnt_start(&m, &s, "");
@@ -620,7 +620,7 @@ TEST_IMPL(mount_unreachable_server)
 {
 	char log[8192];
 	struct mnt m;
-	struct srv s;
+	struct test_server s;
 	uint64_t t0;
 	int st;
 
@@ -663,7 +663,7 @@ TEST_IMPL(mount_via_mount_command)
 {
 	char dir[] = "/tmp/intrfs-test-mnt.XXXXXX", src[600], cmd[2048],
 	     fstab[] = "/tmp/intrfs-test-fstab.XXXXXX", path[700];
-	struct srv s;
+	struct test_server s;
 	struct stat st;
 	FILE *f;
 	int fd;

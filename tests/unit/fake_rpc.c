@@ -1,11 +1,18 @@
 /*
  * The fake ONC RPC server of fake_rpc.h: one thread, a poll() loop over the
  * listening socket, the connections and a wakeup eventfd.  It decodes calls
- * with libtirpc's XDR like any server and answers according to the knobs.
- * Its receive buffer is small, so that a client's send blocks soon after the
- * server stops reading.
+ * with libtirpc's XDR like any server, answers according to the knobs, and
+ * encodes its replies with rpc_encode.h.  Its receive buffer is small, so
+ * that a client's send blocks soon after the server stops reading.
+ *
+ * One lock, f->lock, a leaf: the knobs, what was seen and the counters,
+ * which the test reads while the server thread writes them.  The
+ * connections and the replies held back are the server thread's alone.
+ * The thread waits only in poll(): its sockets are non-blocking.
  */
 #include "fake_rpc.h"
+
+#include "rpc_encode.h"
 
 #include <intrfs/region.h>
 
@@ -231,27 +238,16 @@ static bool_t xdr_echo(XDR *xdrs, void *p)
 static size_t build_reply(uint32_t xid, xdrproc_t proc, void *where,
 			  unsigned char **out)
 {
-	size_t cap = 64 + (where ? xdr_sizeof(proc, where) : 0);
-	unsigned char *rec = malloc(cap + 4);
-	struct rpc_msg m;
-	uint32_t mark;
-	XDR x;
+	size_t cap = rpc_reply_max(proc, where, 1), len;
+	unsigned char *rec = malloc(cap);
 
-	memset(&m, 0, sizeof(m));
-	m.rm_xid = xid;
-	m.rm_direction = REPLY;
-	m.rm_reply.rp_stat = MSG_ACCEPTED;
-	m.acpted_rply.ar_verf = _null_auth;
-	m.acpted_rply.ar_stat = SUCCESS;
-	m.acpted_rply.ar_results.where = where;
-	m.acpted_rply.ar_results.proc = proc;
-	xdrmem_create(&x, (char *)rec + 4, (u_int)cap, XDR_ENCODE);
-	if (!xdr_replymsg(&x, &m))
+	if (!rec)
 		abort();
-	mark = htonl(0x80000000u | xdr_getpos(&x));
-	memcpy(rec, &mark, 4);
+	len = rpc_encode_reply(rec, cap, xid, proc, where, 1);
+	if (len == 0)
+		abort();
 	*out = rec;
-	return 4 + xdr_getpos(&x);
+	return len;
 }
 
 static void answer(struct fake_rpc *f, struct fconn *c, unsigned char *rec,
@@ -308,7 +304,7 @@ static void handle_call(struct fake_rpc *f, struct fconn *c, unsigned char *msg,
 		goto out;
 	if (take(f, FAKE_GARBAGE)) {
 		unsigned char junk[40];
-		uint32_t v[3] = { htonl(0x80000000u | (sizeof(junk) - 4)),
+		uint32_t v[3] = { rpc_mark(sizeof(junk) - 4, true),
 				  htonl(s.xid), htonl(REPLY) };
 
 		/* A record whose XID matches, then nonsense. */
@@ -318,8 +314,7 @@ static void handle_call(struct fake_rpc *f, struct fconn *c, unsigned char *msg,
 		goto out;
 	}
 	if (take(f, FAKE_OVERSIZE)) {
-		uint32_t v[2] = { htonl(0x80000000u | 100000000u),
-				  htonl(s.xid) };
+		uint32_t v[2] = { rpc_mark(100000000u, true), htonl(s.xid) };
 
 		send_all(c->fd, v, sizeof(v));
 		goto out;
@@ -351,7 +346,7 @@ static void parse(struct fake_rpc *f, struct fconn *c)
 		if (c->len - off < 4)
 			break;
 		memcpy(&mark, c->buf + off, 4);
-		flen = ntohl(mark) & 0x7fffffffu;
+		flen = rpc_mark_len(mark);
 		if (c->len - off - 4 < flen)
 			break;
 		/* The client sends single-fragment records. */

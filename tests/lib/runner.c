@@ -1,14 +1,16 @@
 /*
- * The test runner: runs every test of its list (TEST_LIST, test-list.h by
- * default; the mount tests build it with their own) or the ones named on
- * the command line, each in its own child process with a timeout, and
- * prints TAP on stdout.  A test passes when its child exits 0, is skipped
- * when it exits 77 (TEST_SKIP), and fails on a crash, an ASSERT (abort) or
- * the timeout.
+ * The test runner every test program shares: runs every test of its list
+ * (the header TEST_LIST names: unit/test-list.h, client/client-list.h,
+ * mount/mount-list.h) or the ones named on the command line, each in a
+ * child process of its own (its own process group) with the list's
+ * timeout, and prints TAP on stdout.  A test passes when its child exits 0,
+ * is skipped when it exits 77 (TEST_SKIP), and fails on a crash, an ASSERT
+ * (abort) or the timeout; a child that outlives its timeout is killed.
+ * Also the helpers test.h declares for the tests.
  *
- *   unit                 run all tests
- *   unit PATTERN...      run the tests whose names match (shell globs)
- *   unit --list          print the test names
+ *   PROGRAM                 run all tests
+ *   PROGRAM PATTERN...      run the tests whose names match (shell globs)
+ *   PROGRAM --list          print the test names
  */
 #include "test.h"
 #include "proc.h"
@@ -25,7 +27,7 @@
 #include <unistd.h>
 
 #ifndef TEST_LIST
-#define TEST_LIST "test-list.h"
+#error "TEST_LIST names the program's list of tests (see tests/meson.build)"
 #endif
 
 #define TEST_ENTRY(name, timeout_ms) int run_test_##name(void);
@@ -44,22 +46,45 @@ static const struct test tests[] = {
 #undef TEST_ENTRY
 };
 
-#define NTESTS (sizeof(tests) / sizeof(tests[0]))
-
-/*
- * SIGSTOPs pid and waits until every thread of it has stopped: kill()
- * returns before they have, and a server thread still running would answer
- * a request the test means to leave unanswered.
- */
 void test_stop_process(pid_t pid)
 {
-	uint64_t end = region_now_ns() + 5000000000ull;
+	if (!proc_stop(pid, 5000))
+		TEST__FAIL("pid %d did not stop within 5 s (SIGSTOP)",
+			   (int)pid);
+}
 
-	ASSERT_EQ(kill(pid, SIGSTOP), 0);
-	while (!proc_threads_stopped(pid)) {
-		ASSERT_LT(region_now_ns(), end);
-		usleep(200);
-	}
+void test_wait_task(task_t *t, const char *what, unsigned ms)
+{
+	struct task_info ti;
+
+	ASSERT_WITHIN((task_snapshot(t, &ti), ti.waiting) &&
+			      (!what || strcmp(ti.wait_what, what) == 0),
+		      ms);
+}
+
+void test__mem_eq(const char *file, int line, const char *a_expr,
+		  const char *b_expr, const void *a, const void *b, size_t len)
+{
+	const unsigned char *x = a, *y = b;
+	size_t i, n;
+
+	if (len == 0 || memcmp(a, b, len) == 0)
+		return;
+	for (i = 0; x[i] == y[i]; i++)
+		;
+	n = len - i < 16 ? len - i : 16;
+	fprintf(stderr,
+		"%s:%d: ASSERT_MEM_EQ(%s, %s, %zu) failed: they differ from "
+		"byte %zu on\n  %s:",
+		file, line, a_expr, b_expr, len, i, a_expr);
+	for (size_t k = 0; k < n; k++)
+		fprintf(stderr, " %02x", x[i + k]);
+	fprintf(stderr, "\n  %s:", b_expr);
+	for (size_t k = 0; k < n; k++)
+		fprintf(stderr, " %02x", y[i + k]);
+	fputc('\n', stderr);
+	fflush(stderr);
+	abort();
 }
 
 void test_sleep_ms(unsigned ms)
@@ -196,19 +221,24 @@ int main(int argc, char **argv)
 	unsigned count = 0, n = 0, failed = 0;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc == 2 &&
+	    (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
+		printf("usage: %s [--list | PATTERN...]\n", argv[0]);
+		return 0;
+	}
 	if (argc == 2 && strcmp(argv[1], "--list") == 0) {
-		for (unsigned i = 0; i < NTESTS; i++)
+		for (unsigned i = 0; i < ARRAY_SIZE(tests); i++)
 			printf("%s\n", tests[i].name);
 		return 0;
 	}
-	for (unsigned i = 0; i < NTESTS; i++)
+	for (unsigned i = 0; i < ARRAY_SIZE(tests); i++)
 		count += selected(tests[i].name, argc, argv);
 	if (count == 0) {
-		fprintf(stderr, "unit: no test matches\n");
+		fprintf(stderr, "%s: no test matches\n", argv[0]);
 		return 2;
 	}
 	printf("1..%u\n", count);
-	for (unsigned i = 0; i < NTESTS; i++)
+	for (unsigned i = 0; i < ARRAY_SIZE(tests); i++)
 		if (selected(tests[i].name, argc, argv))
 			failed += run_one(++n, &tests[i]);
 	return failed ? 1 : 0;

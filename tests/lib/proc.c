@@ -1,0 +1,160 @@
+/*
+ * What /proc says about a process (proc.h): each answer comes from one read
+ * of a small /proc file (stat, status, wchan), so a process that exits
+ * meanwhile only makes the answer "gone" or "not there".  Never signals a
+ * process but the one proc_stop() is given.
+ */
+#include "proc.h"
+
+#include <intrfs/region.h>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* Reads path into buf (NUL-terminated); false if it cannot be opened. */
+static bool read_small(const char *path, char *buf, size_t len)
+{
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	return true;
+}
+
+/*
+ * The fields of a stat line after the command name, which may itself hold
+ * spaces and parentheses: from its last ')'.  NULL if there is none.
+ */
+static const char *stat_fields(const char *stat)
+{
+	const char *p = strrchr(stat, ')');
+
+	return p && p[1] == ' ' ? p + 2 : NULL;
+}
+
+bool proc_threads_stopped(pid_t pid)
+{
+	char path[320], buf[512];
+	struct dirent *de;
+	bool stopped = true;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	if (!d)
+		return false;
+	while (stopped && (de = readdir(d))) {
+		const char *st;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/stat", (int)pid,
+			 de->d_name);
+		if (!read_small(path, buf, sizeof(buf)))
+			continue; /* the thread exited */
+		st = stat_fields(buf);
+		stopped = st && (st[0] == 'T' || st[0] == 't');
+	}
+	closedir(d);
+	return stopped;
+}
+
+bool proc_stop(pid_t pid, unsigned timeout_ms)
+{
+	uint64_t end = region_now_ns() + (uint64_t)timeout_ms * 1000000u;
+
+	if (kill(pid, SIGSTOP) < 0)
+		return false;
+	while (!proc_threads_stopped(pid)) {
+		if (region_now_ns() > end)
+			return false;
+		usleep(200);
+	}
+	return true;
+}
+
+bool proc_in_fuse(pid_t pid)
+{
+	char path[64], wchan[128];
+
+	snprintf(path, sizeof(path), "/proc/%d/wchan", (int)pid);
+	if (!read_small(path, wchan, sizeof(wchan)))
+		return false;
+	return strstr(wchan, "fuse") || strstr(wchan, "request_wait");
+}
+
+bool proc_signal_pending(pid_t pid, int sig)
+{
+	uint64_t bit = 1ull << (sig - 1);
+	char path[64], buf[4096];
+	const char *p;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if (!read_small(path, buf, sizeof(buf)))
+		return false;
+	/* SigPnd: pending for the thread; ShdPnd: for the whole process. */
+	p = strstr(buf, "\nSigPnd:");
+	if (p && strtoull(p + 8, NULL, 16) & bit)
+		return true;
+	p = strstr(buf, "\nShdPnd:");
+	return p && strtoull(p + 8, NULL, 16) & bit;
+}
+
+unsigned proc_children(pid_t parent, pid_t *out, unsigned max)
+{
+	struct dirent *de;
+	unsigned n = 0;
+	DIR *d = opendir("/proc");
+
+	if (!d)
+		return 0;
+	while ((de = readdir(d)) && n < max) {
+		char path[300], buf[512];
+		const char *st;
+		int ppid;
+
+		if (de->d_name[0] < '0' || de->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/stat", de->d_name);
+		if (!read_small(path, buf, sizeof(buf)))
+			continue;
+		st = stat_fields(buf);
+		if (st && sscanf(st, "%*c %d", &ppid) == 1 && ppid == parent)
+			out[n++] = (pid_t)atoi(de->d_name);
+	}
+	closedir(d);
+	return n;
+}
+
+bool proc_gone_within(pid_t pid, unsigned timeout_ms)
+{
+	uint64_t end = region_now_ns() + (uint64_t)timeout_ms * 1000000u;
+
+	for (;;) {
+		char path[64], buf[512];
+		const char *st;
+
+		/* Reap it if it is ours. */
+		waitpid(pid, NULL, WNOHANG);
+		snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+		if (!read_small(path, buf, sizeof(buf)))
+			return true;
+		st = stat_fields(buf);
+		if (st && st[0] == 'Z')
+			return true;
+		if (region_now_ns() > end)
+			return false;
+		usleep(1000);
+	}
+}

@@ -1,0 +1,35 @@
+/*
+ * What /proc says about a process, for the tests and the benchmarks that
+ * stall a server, wait for a caller to be inside a FUSE request, or look
+ * for a process's children, its pending signals or its end.  Processes are
+ * found by their pid or their parent, never by a name pattern.  Nothing
+ * here fails a test: the callers decide what a false means.
+ */
+#ifndef INTRFS_TEST_PROC_H
+#define INTRFS_TEST_PROC_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+/* True when every thread of pid is stopped (state T in its stat). */
+bool proc_threads_stopped(pid_t pid);
+/*
+ * Sends SIGSTOP to pid and waits until every thread of it has stopped: kill()
+ * returns before they have, and a server thread still running would answer
+ * a request meant to stay unanswered.  False if kill fails or they have not
+ * all stopped within timeout_ms.
+ */
+bool proc_stop(pid_t pid, unsigned timeout_ms);
+/* True while pid sleeps inside a FUSE request (its wchan). */
+bool proc_in_fuse(pid_t pid);
+/* True while sig is pending for pid (its thread's or the process's). */
+bool proc_signal_pending(pid_t pid, int sig);
+/* The pids of the live children of parent (at most max); how many. */
+unsigned proc_children(pid_t parent, pid_t *out, unsigned max);
+/*
+ * Whether pid is gone (or a zombie), polling up to timeout_ms; reaps it
+ * if it is a child of the caller.
+ */
+bool proc_gone_within(pid_t pid, unsigned timeout_ms);
+
+#endif
