@@ -146,11 +146,11 @@ TEST_IMPL(client_every_procedure)
 	ASSERT_EQ(nc_read(x.c, &x.root, &f.fh, 6, 100, buf, &got, &eof, &a), 0);
 	ASSERT_EQ(got, 5);
 	ASSERT(eof);
-	ASSERT(memcmp(buf, "world", 5) == 0);
+	ASSERT_MEM_EQ(buf, "world", 5);
 	ASSERT_EQ(nc_getattr(x.c, &x.root, &f.fh, &a), 0);
-	ASSERT_EQ(a.size, 11);
+	ASSERT_UINT64_EQ(a.size, 11);
 	ASSERT(S_ISREG(a.mode));
-	ASSERT_EQ(a.fileid, st.st_ino);
+	ASSERT_UINT64_EQ(a.fileid, st.st_ino);
 
 	/* SETATTR: mode, size, times */
 	sa.set = NC_SET_MODE | NC_SET_SIZE | NC_SET_MTIME;
@@ -169,7 +169,7 @@ TEST_IMPL(client_every_procedure)
 			   &wr, NULL),
 		  0);
 	ASSERT_EQ(nc_commit(x.c, &x.root, &f.fh, 0, 0, verf), 0);
-	ASSERT(memcmp(verf, wr.verf, 8) == 0);
+	ASSERT_MEM_EQ(verf, wr.verf, 8);
 
 	/* ACCESS, LOOKUP */
 	ASSERT_EQ(nc_access(x.c, &x.root, &f.fh,
@@ -179,7 +179,7 @@ TEST_IMPL(client_every_procedure)
 		  NC_ACCESS_READ | NC_ACCESS_MODIFY);
 	ASSERT_EQ(nc_lookup(x.c, &x.root, &x.dir, "f", &e), 0);
 	ASSERT_EQ(e.fh.len, f.fh.len);
-	ASSERT(memcmp(e.fh.data, f.fh.data, e.fh.len) == 0);
+	ASSERT_MEM_EQ(e.fh.data, f.fh.data, e.fh.len);
 
 	/* MKDIR, SYMLINK + READLINK, MKNOD, LINK, RENAME */
 	sa = mode(0750);
@@ -228,8 +228,8 @@ TEST_IMPL(client_every_procedure)
 
 	/* FSSTAT, FSINFO, PATHCONF */
 	ASSERT_EQ(nc_fsstat(x.c, &x.root, &x.dir, &fss), 0);
-	ASSERT_GT(fss.tbytes, 0);
-	ASSERT_LE(fss.fbytes, fss.tbytes);
+	ASSERT_UINT64_GT(fss.tbytes, 0);
+	ASSERT_UINT64_LE(fss.fbytes, fss.tbytes);
 	ASSERT_EQ(nc_fsinfo(x.c, &x.root, &x.dir, &fsi), 0);
 	ASSERT_GT(fsi.rtmax, 0);
 	ASSERT_GT(fsi.wtmax, 0);
@@ -252,7 +252,7 @@ TEST_IMPL(client_data_sizes)
 	const size_t sizes[] = { 0,	 1,  ws - 1, ws,	  ws + 1,
 				 rs - 1, rs, rs + 1, 3 * ws + 17, 8u << 20 };
 
-	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(sizes); i++) {
 		size_t n = sizes[i], got = 0;
 		unsigned char *in = malloc(n + 1), *out = malloc(n + 1);
 		struct nc_sattr sa = mode(0644);
@@ -282,7 +282,7 @@ TEST_IMPL(client_data_sizes)
 			r = read(fd, local, n + 1);
 			close(fd);
 			ASSERT_EQ(r, n);
-			ASSERT(n == 0 || memcmp(local, in, n) == 0);
+			ASSERT_MEM_EQ(local, in, n);
 			free(local);
 		}
 		ASSERT_EQ(nc_pread(x.c, &x.root, &f.fh, 0, n + 1, out, &got,
@@ -290,7 +290,7 @@ TEST_IMPL(client_data_sizes)
 			  0);
 		ASSERT_EQ(got, n);
 		ASSERT(eof);
-		ASSERT(n == 0 || memcmp(out, in, n) == 0);
+		ASSERT_MEM_EQ(out, in, n);
 		free(in);
 		free(out);
 	}
@@ -427,6 +427,7 @@ struct resumer {
 	unsigned ms;
 };
 
+/* The scenario: the server stays stopped r->ms, then goes on. */
 static void *resume_later(void *arg)
 {
 	struct resumer *r = arg;
@@ -467,13 +468,13 @@ TEST_IMPL(client_major_timeouts)
 
 	/* timeo=5 retrans=1: 0.5 s, then 1 s, then the major timeout. */
 	ASSERT_EQ(stalled_getattr("soft,timeo=5,retrans=1", 0, &took), -EIO);
-	ASSERT_GE(took, 1400000000u);
-	ASSERT_LT(took, 5000000000u);
+	ASSERT_UINT64_GE(took, 1400000000u);
+	ASSERT_UINT64_LT(took, 5000000000u);
 	ASSERT_EQ(stalled_getattr("softerr,timeo=5,retrans=1", 0, &took),
 		  -ETIMEDOUT);
-	ASSERT_GE(took, 1400000000u);
+	ASSERT_UINT64_GE(took, 1400000000u);
 	/* Hard keeps going past the major timeout, then succeeds. */
 	ASSERT_EQ(stalled_getattr("hard,timeo=5,retrans=1", 2500, &took), 0);
-	ASSERT_GE(took, 2400000000u);
+	ASSERT_UINT64_GE(took, 2400000000u);
 	return 0;
 }

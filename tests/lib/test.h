@@ -60,13 +60,13 @@
 #define ASSERT_GT(a, b) TEST__CMP(a, >, b)
 #define ASSERT_GE(a, b) TEST__CMP(a, >=, b)
 
-#define TEST__CMP_U64(a, op, b)                                          \
-	do {                                                             \
-		uint64_t a_ = (uint64_t)(a), b_ = (uint64_t)(b);         \
-		if (!(a_ op b_))                                         \
-			TEST__FAIL("ASSERT(%s %s %s) failed: %" PRIu64   \
-				   " %s %" PRIu64,                       \
-				   #a, #op, #b, a_, #op, b_);            \
+#define TEST__CMP_U64(a, op, b)                                        \
+	do {                                                           \
+		uint64_t a_ = (uint64_t)(a), b_ = (uint64_t)(b);       \
+		if (!(a_ op b_))                                       \
+			TEST__FAIL("ASSERT(%s %s %s) failed: %" PRIu64 \
+				   " %s %" PRIu64,                     \
+				   #a, #op, #b, a_, #op, b_);          \
 	} while (0)
 
 #define ASSERT_UINT64_EQ(a, b) TEST__CMP_U64(a, ==, b)
@@ -82,12 +82,12 @@
 			TEST__FAIL("ASSERT(%s) failed", #x); \
 	} while (0)
 
-#define TEST__CMP_PTR(a, op, b)                                           \
-	do {                                                              \
-		const void *a_ = (a), *b_ = (b);                          \
-		if (!(a_ op b_))                                          \
-			TEST__FAIL("ASSERT(%s %s %s) failed: %p %s %p",   \
-				   #a, #op, #b, a_, #op, b_);             \
+#define TEST__CMP_PTR(a, op, b)                                             \
+	do {                                                                \
+		const void *a_ = (a), *b_ = (b);                            \
+		if (!(a_ op b_))                                            \
+			TEST__FAIL("ASSERT(%s %s %s) failed: %p %s %p", #a, \
+				   #op, #b, a_, #op, b_);                   \
 	} while (0)
 
 #define ASSERT_PTR_EQ(a, b) TEST__CMP_PTR(a, ==, b)
@@ -104,15 +104,15 @@
 				   #p, strerror(e_));                    \
 	} while (0)
 
-#define TEST__STR(a, b, equal)                                              \
-	do {                                                                \
-		const char *a_ = (a), *b_ = (b);                            \
-		if (!a_ || !b_ || (strcmp(a_, b_) == 0) != (equal))         \
-			TEST__FAIL("ASSERT_STR_%s(%s, %s) failed: \"%s\" "  \
-				   "%s \"%s\"",                             \
-				   (equal) ? "EQ" : "NE", #a, #b,           \
-				   a_ ? a_ : "(null)", (equal) ? "!=" : "==", \
-				   b_ ? b_ : "(null)");                     \
+#define TEST__STR(a, b, equal)                                                 \
+	do {                                                                   \
+		const char *a_ = (a), *b_ = (b);                               \
+		if (!a_ || !b_ || (strcmp(a_, b_) == 0) != (equal))            \
+			TEST__FAIL("ASSERT_STR_%s(%s, %s) failed: \"%s\" "     \
+				   "%s \"%s\"",                                \
+				   (equal) ? "EQ" : "NE", #a, #b,              \
+				   a_ ? a_ : "(null)",                         \
+				   (equal) ? "!=" : "==", b_ ? b_ : "(null)"); \
 	} while (0)
 
 #define ASSERT_STR_EQ(a, b) TEST__STR(a, b, true)
@@ -135,16 +135,16 @@
  * Polls cond every millisecond until it holds; fails the test if it still
  * does not after ms milliseconds.
  */
-#define ASSERT_WITHIN(cond, ms)                                              \
-	do {                                                                 \
-		uint64_t end_ = region_now_ns() + (uint64_t)(ms) * 1000000u; \
-		while (!(cond)) {                                            \
-			if (region_now_ns() > end_)                          \
-				TEST__FAIL("ASSERT_WITHIN(%s, %s) failed: "  \
-					   "still false after %u ms",        \
-					   #cond, #ms, (unsigned)(ms));      \
-			test_sleep_ms(1);                                    \
-		}                                                            \
+#define ASSERT_WITHIN(cond, ms)                                             \
+	do {                                                                \
+		uint64_t end_ = region_now_ns() + (uint64_t)(ms)*1000000u;  \
+		while (!(cond)) {                                           \
+			if (region_now_ns() > end_)                         \
+				TEST__FAIL("ASSERT_WITHIN(%s, %s) failed: " \
+					   "still false after %u ms",       \
+					   #cond, #ms, (unsigned)(ms));     \
+			test_sleep_ms(1);                                   \
+		}                                                           \
 	} while (0)
 
 /* Skips the running test (exit 77, as automake and libfuse's tests do). */
@@ -158,8 +158,7 @@
 
 /* What the macros call (runner.c). */
 void test__mem_eq(const char *file, int line, const char *a_expr,
-		  const char *b_expr, const void *a, const void *b,
-		  size_t len);
+		  const char *b_expr, const void *a, const void *b, size_t len);
 
 /* Helpers shared by tests (runner.c). */
 void test_sleep_ms(unsigned ms);

@@ -63,7 +63,7 @@ TEST_IMPL(conform_truncating_open)
 	srv_get(&s);
 	/* Attribute caching on: the open must truncate, not the cache. */
 	mnt_start(&m, &s, "");
-	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+	for (unsigned i = 0; i < ARRAY_SIZE(cases); i++) {
 		char name[16], cmd[1024];
 		int fd;
 
@@ -147,7 +147,7 @@ static void fd_op_check(enum fd_op op, int fd, const char *silly_path)
 	case OP_READ:
 		ASSERT_EQ(pread(fd, buf, sizeof(buf), 0),
 			  (ssize_t)sizeof(original) - 1);
-		ASSERT_EQ(memcmp(buf, original, sizeof(original) - 1), 0);
+		ASSERT_MEM_EQ(buf, original, sizeof(original) - 1);
 		break;
 	case OP_WRITE:
 		ASSERT_EQ(pwrite(fd, "NEW", 3, 0), 3);
@@ -157,7 +157,7 @@ static void fd_op_check(enum fd_op op, int fd, const char *silly_path)
 
 			ASSERT_EQ(read_file(silly_path, &got),
 				  (ssize_t)sizeof(original) - 1);
-			ASSERT_EQ(memcmp(got, "NEWginal", 8), 0);
+			ASSERT_MEM_EQ(got, "NEWginal", 8);
 			free(got);
 		}
 		break;
@@ -196,7 +196,7 @@ TEST_IMPL(conform_unlinked_while_open)
 
 	srv_get(&s);
 	mnt_start(&m, &s, "");
-	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+	for (unsigned i = 0; i < ARRAY_SIZE(cases); i++) {
 		char silly[256], spath[800], dir[16], f[32], g[32];
 		struct stat st;
 		int fd;
@@ -530,7 +530,7 @@ TEST_IMPL(conform_permissions)
 	/* Attribute and entry caching on: that is what is tested. */
 	mnt_start(&m, &s, "allow_other");
 	perm_tree(&m);
-	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+	for (unsigned i = 0; i < ARRAY_SIZE(cases); i++) {
 		int got = AS_USER(cases[i].op, mpath(&m, cases[i].path));
 
 		if (got != cases[i].want)
@@ -633,7 +633,7 @@ TEST_IMPL(conform_setuid_write)
 	ASSERT_NOT_NULL(mkdtemp(refdir));
 	ASSERT_EQ(chmod(refdir, 0755), 0);
 	mnt_start(&m, &s, "allow_other");
-	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+	for (unsigned i = 0; i < ARRAY_SIZE(cases); i++) {
 		char name[16], ref[sizeof(refdir) + 16];
 		struct stat st, want;
 		int got, local;
@@ -687,20 +687,21 @@ TEST_IMPL(conform_time_range)
 
 	mnt_fresh(&m, &s, "");
 	write_file(mpath(&m, "f"), "t", 1);
-	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+	for (unsigned i = 0; i < ARRAY_SIZE(cases); i++) {
 		struct timespec ts[2] = { { cases[i].sec, 0 },
 					  { cases[i].sec, 0 } };
 		struct timespec keep[2] = { { 1000000000, 0 },
 					    { 1000000000, 0 } };
 		struct stat st;
-		int rc;
+		int rc, err;
 
 		ASSERT_EQ(utimensat(AT_FDCWD, lpath(&m, "f"), keep, 0), 0);
 		rc = utimensat(AT_FDCWD, mpath(&m, "f"), ts, 0);
+		err = errno;
 		lstat_ok(lpath(&m, "f"), &st);
 		if (cases[i].want) {
 			ASSERT_EQ(rc, -1);
-			ASSERT_EQ(errno, cases[i].want);
+			ASSERT_EQ(err, cases[i].want);
 			ASSERT_EQ(st.st_mtim.tv_sec, 1000000000);
 		} else {
 			ASSERT_EQ(rc, 0);

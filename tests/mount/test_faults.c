@@ -174,7 +174,7 @@ TEST_IMPL(fault_soft_write_fails_in_time)
 		{ "partition", true },
 	};
 
-	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+	for (unsigned i = 0; i < ARRAY_SIZE(cases); i++) {
 		struct report r;
 		struct mnt m;
 		struct test_server s;
@@ -204,7 +204,7 @@ TEST_IMPL(fault_soft_write_fails_in_time)
 		ASSERT_EQ(r.err, EIO);
 		/* The major timeout of a call that began at the fault, or
 		 * of one that began just before it and failed the next. */
-		ASSERT_LT(r.end_ns - t0, 4500000000ull);
+		ASSERT_UINT64_LT(r.end_ns - t0, 4500000000ull);
 		mnt_wait_log(&m, "not responding, timed out", 1000);
 		mnt_stop(&m);
 	}
@@ -344,6 +344,7 @@ TEST_IMPL(fault_intr_signal_storm)
 				eintrs += v;
 			}
 		}
+		/* The scenario: a signal every STORM_EVERY_MS. */
 		test_sleep_ms(STORM_EVERY_MS);
 	}
 	fprintf(stderr, "# %" PRIu64 " SIGINTs, %" PRIu64 " EINTRs retried\n",
@@ -351,7 +352,8 @@ TEST_IMPL(fault_intr_signal_storm)
 	/* The storm did cut calls short: what follows tests something. */
 	ASSERT_GT(eintrs, 0);
 	/* Every signal has landed: then the storm is over. */
-	test_sleep_ms(200);
+	for (unsigned k = 0; k < STORM_WRITERS; k++)
+		ASSERT_WITHIN(!proc_signal_pending(pid[k], SIGINT), 5000);
 	for (unsigned k = 0; k < STORM_WRITERS; k++)
 		ASSERT_EQ(write(fd[k], "g", 1), 1);
 	for (unsigned k = 0; k < STORM_WRITERS; k++) {
@@ -422,7 +424,7 @@ TEST_IMPL(fault_kill_writer_stalled)
 		{ 1, SIGINT, "default-action SIGINT, one writer" },
 	};
 
-	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+	for (unsigned i = 0; i < ARRAY_SIZE(cases); i++) {
 		pid_t pid[4];
 		int fd[4];
 		uint64_t t0;
@@ -560,6 +562,7 @@ TEST_IMPL(fault_partition_heals_promptly)
 	pid = start_writer(chunk_writer, mpath(&m, "f"), 0, 32 * MIB, &fd);
 	wait_written(fd, 4 * MIB);
 	net_partition(s.nfs_port);
+	/* The scenario: a partition of PARTITION_S. */
 	test_sleep_ms(PARTITION_S * 1000);
 	net_heal();
 	healed = region_now_ns();
@@ -568,8 +571,7 @@ TEST_IMPL(fault_partition_heals_promptly)
 
 		/* What each task waits on, for whoever reads the failure. */
 		kill(m.pid, SIGUSR1);
-		test_sleep_ms(300);
-		mnt_read_log(&m, log, sizeof(log));
+		mnt_log_within(&m, "intrfs: tasks on", 1000, log, sizeof(log));
 		TEST__FAIL("the writer is not done 60 s after the partition "
 			   "healed; the daemon's log:\n%s",
 			   log);
@@ -662,7 +664,7 @@ TEST_IMPL(fault_mount_garbage_or_silent_server)
 	srv_get(&s);
 	bad_server_start(&garbage, true);
 	bad_server_start(&silent, false);
-	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+	for (unsigned i = 0; i < ARRAY_SIZE(cases); i++) {
 		const unsigned nfs[] = { garbage.port, silent.port,
 					 s.nfs_port };
 		const unsigned mnt[] = { garbage.port, silent.port,
@@ -699,6 +701,7 @@ TEST_IMPL(fault_mount_command_death_ends_attempt)
 	     log[] = "/tmp/intrfs-test-log.XXXXXX", src[600], opts[128],
 	     buf[4096];
 	struct bad_server silent;
+	const char *intrfs;
 	pid_t parent, kids[4];
 	uint64_t end;
 	unsigned n;
@@ -706,6 +709,7 @@ TEST_IMPL(fault_mount_command_death_ends_attempt)
 	int lfd;
 
 	srv_get(&s);
+	intrfs = intrfs_bin();
 	bad_server_start(&silent, false);
 	ASSERT_NOT_NULL(mkdtemp(dir));
 	lfd = mkstemp(log);
@@ -719,7 +723,7 @@ TEST_IMPL(fault_mount_command_death_ends_attempt)
 	ASSERT_GE(parent, 0);
 	if (parent == 0) {
 		dup2(lfd, 2);
-		execl(intrfs_bin(), "intrfs", src, dir, "-o", opts, (char *)NULL);
+		execl(intrfs, "intrfs", src, dir, "-o", opts, (char *)NULL);
 		_exit(127);
 	}
 	/* The foreground command says it is still trying. */
@@ -806,8 +810,8 @@ TEST_IMPL(fault_memory_bounded)
 	fprintf(stderr, "# after 1 GiB written: peak %lu MiB, now %lu MiB\n",
 		hwm / 1024, rss / 1024);
 	/* 4 x wbuf for the mount, 16 MiB on the way per file, the rest. */
-	ASSERT_LT(hwm, 200ul * 1024);
-	ASSERT_LT(rss, 64ul * 1024);
+	ASSERT_UINT64_LT(hwm, 200ul * 1024);
+	ASSERT_UINT64_LT(rss, 64ul * 1024);
 	mnt_stop(&m);
 	return 0;
 }
@@ -836,12 +840,14 @@ TEST_IMPL(fault_background_logs_kept)
 	     log[] = "/tmp/intrfs-test-log.XXXXXX", src[600], opts[1024],
 	     buf[16384];
 	bool syslog = syslog_listens();
+	const char *intrfs;
 	uint64_t end;
 	pid_t cmd, daemon = 0;
 	struct test_server s;
 	int lfd, st;
 
 	srv_get(&s);
+	intrfs = intrfs_bin();
 	ASSERT_NOT_NULL(mkdtemp(dir));
 	lfd = mkstemp(log);
 	ASSERT_GE(lfd, 0);
@@ -855,7 +861,7 @@ TEST_IMPL(fault_background_logs_kept)
 	ASSERT_GE(cmd, 0);
 	if (cmd == 0) {
 		dup2(lfd, 2);
-		execl(intrfs_bin(), "intrfs", src, dir, "-o", opts, (char *)NULL);
+		execl(intrfs, "intrfs", src, dir, "-o", opts, (char *)NULL);
 		_exit(127);
 	}
 	/* The command returns once mounted; the daemon goes on. */

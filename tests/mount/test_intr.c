@@ -75,6 +75,7 @@ static void run_row(const struct row *row)
 	char log[16384], opts[256];
 	struct mnt m;
 	struct test_server s;
+	uint64_t unread;
 	int status;
 
 	srv_get(&s);
@@ -105,18 +106,29 @@ static void run_row(const struct row *row)
 			probe_go(&fillers[i]);
 		for (unsigned i = 0; i < FILLERS; i++)
 			probe_wait_blocked(&fillers[i]);
-		/* Let their records fill both ends' socket buffers. */
-		test_sleep_ms(300);
+		/* Their records fill both ends' socket buffers. */
+		srv_wait_queues_full(&s);
 	}
+	unread = srv_unread(&s);
 	probe_go(&victim);
 	probe_wait_blocked(&victim);
 	/* In the daemon, not just entering the kernel. */
-	test_sleep_ms(50);
+	if (row->work != BLOCKED_SENDER) {
+		srv_wait_call(&s, unread);
+	} else {
+		/*
+		 * Its call cannot reach the server behind the full buffers,
+		 * and nothing else outside the daemon shows a write waiting
+		 * to be sent: give its worker time to get there.
+		 */
+		test_sleep_ms(50);
+	}
 	if (row->sig)
 		ASSERT_EQ(kill(victim.pid, row->sig), 0);
 
 	switch (row->want) {
 	case COMPLETES:
+		/* The scenario: a stall of STALL_MS the call outlives. */
 		ASSERT(!probe_wait(&victim, STALL_MS, NULL, NULL));
 		srv_resume(&s);
 		ASSERT(probe_wait(&victim, 20000, &r, &status));
@@ -144,30 +156,22 @@ static void run_row(const struct row *row)
 		ASSERT_EQ(WTERMSIG(status), SIGKILL);
 		srv_resume(&s);
 		break;
-	case KILLED_LATE: {
-		uint64_t end = region_now_ns() + 5000000000ull;
-
+	case KILLED_LATE:
 		ASSERT(!probe_wait(&victim, 1500, NULL, NULL));
 		/* The hung-task watchdog names the task and its region. */
-		for (;;) {
-			mnt_read_log(&m, log, sizeof(log));
-			if (strstr(log, "blocked uninterruptibly"))
-				break;
-			ASSERT_LT(region_now_ns(), end);
-			test_sleep_ms(50);
-		}
+		mnt_wait_log(&m, "blocked uninterruptibly", 5000);
+		mnt_read_log(&m, log, sizeof(log));
 		ASSERT_CONTAINS(log, "fuse request");
 		srv_resume(&s);
 		ASSERT(probe_wait(&victim, 20000, NULL, &status));
 		ASSERT(WIFSIGNALED(status));
 		break;
-	}
 	case EIO_LATE:
 		ASSERT(probe_wait(&victim, 20000, &r, &status));
 		ASSERT_EQ(r.ret, -1);
 		ASSERT_EQ(r.err, EIO);
 		/* timeo=5 retrans=1: 0.5 s then 1 s */
-		ASSERT_GE(r.ns, 1400000000u);
+		ASSERT_UINT64_GE(r.ns, 1400000000u);
 		srv_resume(&s);
 		break;
 	}
@@ -252,11 +256,14 @@ static uint64_t latency_with(const struct mnt *m, const struct test_server *s,
 		probe_wait_ready(&ps[i]);
 	}
 	srv_stall(s);
-	for (unsigned i = 0; i < blocked; i++)
+	/* One by one, each until its READ reached the server. */
+	for (unsigned i = 0; i < blocked; i++) {
+		uint64_t unread = srv_unread(s);
+
 		probe_go(&ps[i]);
-	for (unsigned i = 0; i < blocked; i++)
 		probe_wait_blocked(&ps[i]);
-	test_sleep_ms(50);
+		srv_wait_call(s, unread);
+	}
 	t0 = region_now_ns();
 	ASSERT_EQ(kill(ps[0].pid, SIGINT), 0);
 	ASSERT(probe_wait(&ps[0], PROMPT_MS, &r, NULL));

@@ -6,7 +6,9 @@
  * raised (no spurious -EINTR), that such a wait always wakes (no lost
  * wakeup: a lost one hangs the round and fails it by timeout), and that an
  * interrupt held back is delivered once the regions end.  Runs under TSan
- * in CI.
+ * in CI.  One lock, s.m (a task mutex, itself under test): the task thread
+ * and the interrupter take it for the mutex and condition waits, and it
+ * guards s.flag.
  */
 #include "test.h"
 

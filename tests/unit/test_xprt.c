@@ -102,7 +102,7 @@ static int echo(struct nc__xprt *x, size_t len)
 	rc = nc__xprt_call(x, &r);
 	if (rc == 0) {
 		ASSERT_EQ(out.len, len);
-		ASSERT(len == 0 || memcmp(in.val, out.val, len) == 0);
+		ASSERT_MEM_EQ(in.val, out.val, len);
 	}
 	xdr_free(NC__XDRPROC(xdr_blob), &out);
 	free(in.val);
@@ -162,7 +162,7 @@ TEST_IMPL(xprt_tail_sizes)
 		r.tail_len = (uint32_t)sizes[i];
 		ASSERT_EQ(nc__xprt_call(x, &r), 0);
 		ASSERT_EQ(out.len, sizes[i]);
-		ASSERT(memcmp(out.val, data, sizes[i]) == 0);
+		ASSERT_MEM_EQ(out.val, data, sizes[i]);
 		xdr_free(NC__XDRPROC(xdr_blob), &out);
 	}
 	/* Then an ordinary call: the stream is still in step. */
@@ -339,7 +339,7 @@ static const struct timeout_case {
 
 TEST_IMPL(xprt_major_timeout_soft)
 {
-	for (size_t i = 0; i < 2; i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(timeout_cases); i++) {
 		struct fake_rpc *f = fake_rpc_start(0);
 		/* timeo=1 retrans=2: 100 + 200 + 300 ms, then give up. */
 		struct nc_opts o =
@@ -385,7 +385,7 @@ TEST_IMPL(xprt_major_timeout_hard)
 	ASSERT_CONTAINS(log, "server fake not responding, still trying");
 	ASSERT_CONTAINS(log, "server fake OK");
 	/* Once per episode, not once per major timeout. */
-	ASSERT(strstr(strstr(log, "still trying") + 1, "still trying") == NULL);
+	ASSERT_NULL(strstr(strstr(log, "still trying") + 1, "still trying"));
 	nc__xprt_destroy(x);
 	leave_task(t);
 	fake_rpc_stop(f);
@@ -465,6 +465,7 @@ static void *start_late(void *arg)
 {
 	struct late_server *ls = arg;
 
+	/* The scenario: nothing listens for 400 ms. */
 	test_sleep_ms(400);
 	ls->f = fake_rpc_start(ls->port);
 	return NULL;
@@ -556,7 +557,7 @@ TEST_IMPL(xprt_interrupt_reply_wait)
 		ASSERT_EQ(w.rc, rc->want);
 		/* A late reply to an abandoned call is dropped, not misused. */
 		if (rc->want == -EINTR) {
-			test_sleep_ms(400);
+			ASSERT_WITHIN(stat_of(&st.unknown_xids) > 0, 5000);
 			ASSERT_EQ(stat_of(&st.unknown_xids), 1);
 		}
 		nc__xprt_destroy(w.x);
@@ -694,6 +695,7 @@ TEST_IMPL(xprt_interrupt_mid_record)
 			     sc->policy, &th);
 		wait_blocked_in_send(f, s.task, sc->region ? 2 : 1);
 		task_interrupt(s.task, sc->kind);
+		/* The scenario: 50 ms for the interrupt to end the send. */
 		test_sleep_ms(50);
 		fake_rpc_set(f, FAKE_STALL, 0);
 		sender_end(&s, th);
@@ -770,7 +772,7 @@ TEST_IMPL(xprt_reset_retransmits_others)
 	w.task = task_create(&attr);
 	/* The small call goes out whole and waits for its reply. */
 	ASSERT_EQ(pthread_create(&tw, NULL, reply_waiter, &w), 0);
-	test_sleep_ms(50);
+	test_wait_task(w.task, "cond", 5000);
 	sender_start(&s, w.x, REGION_POLICY_REGION, &ts);
 	wait_blocked_in_send(f, s.task, 2);
 	task_interrupt(s.task, TASK_INTR_FATAL);
