@@ -97,8 +97,9 @@
 /* errno says why a call that returns a pointer gave NULL. */
 #define ASSERT_NOT_NULL(p)                                               \
 	do {                                                             \
+		const void *p_ = (p);                                    \
 		int e_ = errno;                                          \
-		if ((p) == NULL)                                         \
+		if (p_ == NULL)                                          \
 			TEST__FAIL("ASSERT_NOT_NULL(%s) failed (errno: " \
 				   "%s)",                                \
 				   #p, strerror(e_));                    \
