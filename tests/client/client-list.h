@@ -1,4 +1,4 @@
-/* Every client test, with its timeout in milliseconds (see runner.c). */
+/* Every client test and its timeout in ms (tests/lib/runner.c runs them). */
 TEST_ENTRY(client_mount_and_exports, 30000)
 TEST_ENTRY(client_every_procedure, 30000)
 TEST_ENTRY(client_data_sizes, 60000)

@@ -1,4 +1,4 @@
-/* Every mount test, with its timeout in milliseconds (see runner.c). */
+/* Every mount test and its timeout in ms (tests/lib/runner.c runs them). */
 TEST_ENTRY(intr_hard_killable_sigint, 60000)
 TEST_ENTRY(intr_hard_killable_sigkill, 60000)
 TEST_ENTRY(intr_hard_killable_sigkill_write, 60000)

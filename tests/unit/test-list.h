@@ -1,4 +1,4 @@
-/* Every unit test, with its timeout in milliseconds (see runner.c). */
+/* Every unit test and its timeout in ms (tests/lib/runner.c runs them). */
 TEST_ENTRY(region_interrupt_table, 60000)
 TEST_ENTRY(region_inner_end_keeps_outer, 5000)
 TEST_ENTRY(region_stats_deferral, 5000)
