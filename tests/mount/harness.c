@@ -4,7 +4,8 @@
  * the server it may have stalled, and must never leave one of them behind:
  * on_abort() lets go of them all when an ASSERT aborts, and tests/run
  * stops the daemons it noted ($INTRFS_TEST_PIDS) if the process dies some
- * other way.  Single-threaded: no locks.
+ * other way.  No locks: a test calls it from its main thread (a thread of
+ * its own may only resume the server, which is a kill()).
  */
 #include "harness.h"
 
