@@ -100,6 +100,11 @@ int cli_mount_dir(struct cli_run *r, const char *server, const char *path,
 		  struct nc_fh *fh);
 int cli_open_path(struct cli_run *r, const struct cli_remote *rem,
 		  bool dir_first, struct nc_fh *fh, struct nc_attr *attr);
+int cli_open_arg(struct cli_run *r, const char *arg, bool dir_first,
+		 struct cli_remote *rem, struct nc_fh *fh,
+		 struct nc_attr *attr);
+int cli_open_parent(struct cli_run *r, const char *arg, struct cli_remote *rem,
+		    struct nc_fh *dir);
 
 /* localio.c: the local side's waits are task waits. */
 

@@ -34,11 +34,7 @@ int cli_cmd_stat(struct cli_run *r, char **argv)
 	struct nc_fh fh;
 	int rc;
 
-	r->what = argv[0];
-	rc = cli_parse_remote(r, argv[0], &rem);
-	if (rc < 0)
-		return rc;
-	rc = cli_open_path(r, &rem, false, &fh, &a);
+	rc = cli_open_arg(r, argv[0], false, &rem, &fh, &a);
 	if (rc < 0)
 		return rc;
 	printf("type=%s\n", cli_type_name(a.mode));
@@ -67,14 +63,7 @@ int cli_cmd_rm(struct cli_run *r, char **argv)
 	struct nc_fh dir;
 	int rc;
 
-	r->what = argv[0];
-	rc = cli_parse_remote(r, argv[0], &rem);
-	if (rc < 0)
-		return rc;
-	rc = cli_need_name(r, argv[0], &rem);
-	if (rc < 0)
-		return rc;
-	rc = cli_mount_dir(r, rem.server, rem.parent, &dir);
+	rc = cli_open_parent(r, argv[0], &rem, &dir);
 	if (rc < 0)
 		return rc;
 	return nc_remove(r->client, &r->cred, &dir, rem.name);
@@ -87,14 +76,7 @@ int cli_cmd_mkdir(struct cli_run *r, char **argv)
 	struct nc_fh dir;
 	int rc;
 
-	r->what = argv[0];
-	rc = cli_parse_remote(r, argv[0], &rem);
-	if (rc < 0)
-		return rc;
-	rc = cli_need_name(r, argv[0], &rem);
-	if (rc < 0)
-		return rc;
-	rc = cli_mount_dir(r, rem.server, rem.parent, &dir);
+	rc = cli_open_parent(r, argv[0], &rem, &dir);
 	if (rc < 0)
 		return rc;
 	return nc_mkdir(r->client, &r->cred, &dir, rem.name, &sa, NULL);
@@ -140,11 +122,7 @@ int cli_cmd_df(struct cli_run *r, char **argv)
 	struct nc_fh fh;
 	int w, rc;
 
-	r->what = argv[0];
-	rc = cli_parse_remote(r, argv[0], &rem);
-	if (rc < 0)
-		return rc;
-	rc = cli_open_path(r, &rem, true, &fh, NULL);
+	rc = cli_open_arg(r, argv[0], true, &rem, &fh, NULL);
 	if (rc < 0)
 		return rc;
 	rc = nc_fsstat(r->client, &r->cred, &fh, &fs);

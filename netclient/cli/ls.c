@@ -216,11 +216,7 @@ int cli_cmd_ls(struct cli_run *r, char **argv)
 	struct nc_fh fh;
 	int rc;
 
-	r->what = argv[0];
-	rc = cli_parse_remote(r, argv[0], &rem);
-	if (rc < 0)
-		return rc;
-	rc = cli_open_path(r, &rem, true, &fh, &attr);
+	rc = cli_open_arg(r, argv[0], true, &rem, &fh, &attr);
 	if (rc < 0)
 		return rc;
 	if (!S_ISDIR(attr.mode)) {

@@ -221,3 +221,38 @@ int cli_open_path(struct cli_run *r, const struct cli_remote *rem,
 		rc = nc_getattr(r->client, &r->cred, fh, attr);
 	return rc;
 }
+
+/*
+ * The command's argument arg (named in its messages) as a handle: parsed,
+ * then opened as cli_open_path() does.
+ */
+int cli_open_arg(struct cli_run *r, const char *arg, bool dir_first,
+		 struct cli_remote *rem, struct nc_fh *fh, struct nc_attr *attr)
+{
+	int rc;
+
+	r->what = arg;
+	rc = cli_parse_remote(r, arg, rem);
+	if (rc < 0)
+		return rc;
+	return cli_open_path(r, rem, dir_first, fh, attr);
+}
+
+/*
+ * The directory that holds the name arg ends in, for a command that makes
+ * or removes that name: the name must be there (not the server's root).
+ */
+int cli_open_parent(struct cli_run *r, const char *arg, struct cli_remote *rem,
+		    struct nc_fh *dir)
+{
+	int rc;
+
+	r->what = arg;
+	rc = cli_parse_remote(r, arg, rem);
+	if (rc < 0)
+		return rc;
+	rc = cli_need_name(r, arg, rem);
+	if (rc < 0)
+		return rc;
+	return cli_mount_dir(r, rem->server, rem->parent, dir);
+}

@@ -84,11 +84,7 @@ int cli_cmd_cat(struct cli_run *r, char **argv)
 	struct cat c = { .r = r };
 	int rc;
 
-	r->what = argv[0];
-	rc = cli_parse_remote(r, argv[0], &rem);
-	if (rc < 0)
-		return rc;
-	rc = cli_open_path(r, &rem, false, &c.fh, NULL);
+	rc = cli_open_arg(r, argv[0], false, &rem, &c.fh, NULL);
 	if (rc < 0)
 		return rc;
 	c.chunk = io_chunk(nc_client_rsize(r->client));
