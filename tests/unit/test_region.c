@@ -7,6 +7,7 @@
  * thread reports while the test reads.
  */
 #include "test.h"
+#include "stack.h"
 
 #include "intrfs/region.h"
 
@@ -82,17 +83,17 @@ static const struct table_row {
 	{ "UKUK", K, FTL, NOW, LATER, LATER },
 };
 
-static void begin_stack(const char *stack)
+void test_begin_stack(const char *stack)
 {
 	for (const char *p = stack; *p; p++) {
 		if (*p == 'U')
-			region_begin_uninterruptible("table: uninterruptible");
+			region_begin_uninterruptible("test: uninterruptible");
 		else
-			region_begin_killable("table: killable");
+			region_begin_killable("test: killable");
 	}
 }
 
-static void end_stack(const char *stack)
+void test_end_stack(const char *stack)
 {
 	for (size_t i = strlen(stack); i-- > 0;) {
 		if (stack[i] == 'U')
@@ -124,12 +125,12 @@ static void *table_worker(void *arg)
 	sem_post(&tc->entered);
 	if (tc->when == BEFORE_WAIT)
 		sem_wait(&tc->raised);
-	begin_stack(tc->row->stack);
+	test_begin_stack(tc->row->stack);
 	tc->r1 = task_wait_fd(tc->pipefd[0], POLLIN, tc->row->mode, 2000000000,
 			      NULL);
 	if (tc->r1 == 0 && read(tc->pipefd[0], &byte, 1) != 1)
 		tc->r1 = -EIO;
-	end_stack(tc->row->stack);
+	test_end_stack(tc->row->stack);
 	tc->r2 = task_wait_fd(tc->pipefd[0], POLLIN, tc->row->mode, 30000000,
 			      NULL);
 	tc->pending = task_pending(tc->task);

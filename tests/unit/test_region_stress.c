@@ -11,6 +11,7 @@
  * guards s.flag.
  */
 #include "test.h"
+#include "stack.h"
 
 #include "intrfs/region.h"
 
@@ -125,26 +126,6 @@ static void *interrupter(void *arg)
 	return NULL;
 }
 
-static void begin_stack(const char *stack)
-{
-	for (const char *c = stack; *c; c++) {
-		if (*c == 'U')
-			region_begin_uninterruptible("stress: uninterruptible");
-		else
-			region_begin_killable("stress: killable");
-	}
-}
-
-static void end_stack(const char *stack)
-{
-	for (size_t i = strlen(stack); i-- > 0;) {
-		if (stack[i] == 'U')
-			region_end_uninterruptible();
-		else
-			region_end_killable();
-	}
-}
-
 static int do_wait(struct shared *s, const struct plan *p)
 {
 	eventfd_t v;
@@ -221,7 +202,7 @@ TEST_IMPL(region_stress)
 				&s.m); /* the interrupter frees it */
 		s.plan = p;
 		sem_post(&s.go);
-		begin_stack(p.stack);
+		test_begin_stack(p.stack);
 		rc = do_wait(&s, &p);
 		if (rc != (p.deliverable ? -EINTR : 0))
 			TEST__FAIL("round %d: policy %s stack \"%s\" mode %s "
@@ -229,7 +210,7 @@ TEST_IMPL(region_stress)
 				   r, region_policy_name(p.policy), p.stack,
 				   task_mode_name(p.mode), p.wait, p.intr, rc,
 				   p.deliverable ? -EINTR : 0);
-		end_stack(p.stack);
+		test_end_stack(p.stack);
 		sem_wait(&s.done);
 		/* An interrupt held back is delivered now, if the mode lets it. */
 		later = task_check_interrupt(p.mode);
