@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 /* Entries kept per node: the callers that use one file are few. */
 #define ACCESS_PER_NODE 8
@@ -60,9 +61,7 @@ static bool cred_equal(const struct nc_cred *a, const struct nc_cred *b)
 /* The attribute timeout of n, in ns.  Called with nodes_lock held. */
 static uint64_t ttl_ns(const struct intrfs *fs, const struct node *n)
 {
-	double s = S_ISDIR(n->mode) ? fs->o.acdirmin : fs->o.acregmin;
-
-	return (uint64_t)(s * 1e9);
+	return (uint64_t)(attr_timeout(fs, n->mode) * 1e9);
 }
 
 /* Called with nodes_lock held. */
@@ -166,6 +165,30 @@ int access_check(struct job *j, struct node *n, uint32_t want)
 	return (granted & want) == want ? 0 : -EACCES;
 }
 
+/* What access(2)'s mask asks of a file of this type, in ACCESS bits. */
+static uint32_t access_bits(mode_t type, int mask)
+{
+	uint32_t a = 0;
+
+	if (mask & R_OK)
+		a |= S_ISDIR(type) ? NC_ACCESS_READ | NC_ACCESS_LOOKUP :
+				     NC_ACCESS_READ;
+	if (mask & W_OK)
+		a |= S_ISDIR(type) ? NC_ACCESS_MODIFY | NC_ACCESS_EXTEND |
+					     NC_ACCESS_DELETE :
+				     NC_ACCESS_MODIFY | NC_ACCESS_EXTEND;
+	if (mask & X_OK)
+		a |= S_ISDIR(type) ? NC_ACCESS_LOOKUP : NC_ACCESS_EXECUTE;
+	return a;
+}
+
+int access_check_mask(struct job *j, struct node *n, int mask)
+{
+	uint32_t want = access_bits(n->type, mask);
+
+	return want ? access_check(j, n, want) : 0;
+}
+
 void access_drop(struct node *n)
 {
 	while (n->access) {
@@ -211,7 +234,7 @@ static bool root_name_keep(struct intrfs *fs, const char *name)
 double entry_timeout(struct intrfs *fs, struct node *parent, const char *name,
 		     bool negative)
 {
-	double t = negative ? fs->o.neg_timeout : fs->o.acdirmin;
+	double t = negative && !fs->o.neg_cache ? 0 : fs->o.acdirmin;
 	bool ok;
 
 	/* Without allow_other, one user (and root) sees the mount. */

@@ -98,9 +98,9 @@ static int journal_edit(struct intrfs *fs, const char *add, const char *del)
 	size_t len = 0, olen = 0;
 	int fd, rc = 0;
 
-	if (!fs->silly_journal)
+	if (!fs->silly.journal)
 		return -ENOENT;
-	fd = open(fs->silly_journal, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	fd = open(fs->silly.journal, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
 	if (flock(fd, LOCK_EX) < 0 || fstat(fd, &st) < 0) {
@@ -151,11 +151,11 @@ static void journal_note(struct intrfs *fs, const struct nc_cred *cr,
 
 	journal_line(line, sizeof(line), getpid(), cr, dir, name);
 	rc = journal_edit(fs, add ? line : NULL, add ? NULL : line);
-	if (rc && add && fs->silly_journal)
+	if (rc && add && fs->silly.journal)
 		fprintf(stderr,
 			"intrfs: cannot note %s in %s (%s): if intrfs dies "
 			"before the file is closed, the name stays\n",
-			name, fs->silly_journal, strerror(-rc));
+			name, fs->silly.journal, strerror(-rc));
 }
 
 /* Renaming. */
@@ -179,7 +179,8 @@ static int silly_move(struct job *j, struct node *dir, const char *name,
 	int rc = -EBUSY;
 
 	for (unsigned i = 0; i < SILLY_TRIES; i++) {
-		unsigned seq = atomic_fetch_add_explicit(&fs->silly_seq, 1,
+		/* relaxed: only uniqueness matters; LOOKUP checks the name. */
+		unsigned seq = atomic_fetch_add_explicit(&fs->silly.seq, 1,
 							 memory_order_relaxed);
 
 		snprintf(sname, sizeof(sname), ".nfs%016" PRIx64 "%08x",
@@ -315,8 +316,8 @@ void silly_remove(struct job *j, struct node *n, char *name)
 			l->cr = cr;
 			snprintf(l->name, sizeof(l->name), "%s", name);
 			pthread_mutex_lock(&fs->nodes_lock);
-			l->next = fs->silly_left;
-			fs->silly_left = l;
+			l->next = fs->silly.left;
+			fs->silly.left = l;
 			pthread_mutex_unlock(&fs->nodes_lock);
 		}
 	}
@@ -362,7 +363,7 @@ static void journal_path(struct intrfs *fs)
 	for (const char *s = server; *s && n < sizeof(path) - 1; s++)
 		path[n++] = (*s == '/' || *s == ' ') ? '_' : *s;
 	path[n] = '\0';
-	fs->silly_journal = strdup(path);
+	fs->silly.journal = strdup(path);
 }
 
 /* The journal's lines, read whole: it is rewritten as they are handled. */
@@ -433,9 +434,9 @@ void silly_recover(struct intrfs *fs)
 	task_t *t;
 
 	journal_path(fs);
-	if (!fs->silly_journal)
+	if (!fs->silly.journal)
 		return;
-	buf = journal_read(fs->silly_journal);
+	buf = journal_read(fs->silly.journal);
 	if (!buf)
 		return;
 	t = task_create(&attr);
@@ -485,10 +486,10 @@ void silly_cleanup(struct intrfs *fs, bool server_answers)
 
 	nodes_foreach(fs, collect, &list);
 	pthread_mutex_lock(&fs->nodes_lock);
-	while (fs->silly_left) {
-		struct silly_left *l = fs->silly_left;
+	while (fs->silly.left) {
+		struct silly_left *l = fs->silly.left;
 
-		fs->silly_left = l->next;
+		fs->silly.left = l->next;
 		l->next = list;
 		list = l;
 	}
