@@ -20,8 +20,10 @@
  * entries cached below it are invalidated: its own entry in its parent
  * (which drops the subtree), or, for the root, every name handed out.
  *
- * Everything here is protected by fs->nodes_lock, a leaf.  Invalidations go
- * through the notifier thread (notify.c), never from a request's own path.
+ * It never holds a lock across the ACCESS call, and never invalidates an
+ * entry from a request's own path: invalidations go through the notifier
+ * thread (notify.c).  Everything here is protected by fs->nodes_lock, a
+ * leaf.
  */
 #include "fusefs_i.h"
 
@@ -75,18 +77,20 @@ static struct access_entry **find(struct node *n, const struct nc_cred *cr)
 	return NULL;
 }
 
-/* From the cache only: 1 granted, 0 refused, -1 not known. */
-static int access_cached(struct intrfs *fs, struct node *n,
-			 const struct nc_cred *cr, uint32_t want)
+enum cached { NOT_KNOWN, GRANTED, REFUSED };
+
+/* What the cache alone says of cr doing want to n. */
+static enum cached access_cached(struct intrfs *fs, struct node *n,
+				 const struct nc_cred *cr, uint32_t want)
 {
 	struct access_entry **p;
-	int r = -1;
+	enum cached r = NOT_KNOWN;
 
 	pthread_mutex_lock(&fs->nodes_lock);
 	p = find(n, cr);
 	if (p && (*p)->gen == n->attr_gen && (want & ~(*p)->asked) == 0 &&
 	    region_now_ns() - (*p)->at_ns < ttl_ns(fs, n))
-		r = ((*p)->granted & want) == want;
+		r = ((*p)->granted & want) == want ? GRANTED : REFUSED;
 	pthread_mutex_unlock(&fs->nodes_lock);
 	return r;
 }
@@ -148,10 +152,11 @@ int access_check(struct job *j, struct node *n, uint32_t want)
 	struct intrfs *fs = j->fs;
 	uint32_t asked, granted = 0;
 	uint64_t gen, at;
-	int r = access_cached(fs, n, &j->cred, want);
+	enum cached known = access_cached(fs, n, &j->cred, want);
+	int r;
 
-	if (r >= 0)
-		return r ? 0 : -EACCES;
+	if (known != NOT_KNOWN)
+		return known == GRANTED ? 0 : -EACCES;
 	pthread_mutex_lock(&fs->nodes_lock);
 	/* Read before the call: a change seen meanwhile makes it stale. */
 	gen = n->attr_gen;

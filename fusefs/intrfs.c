@@ -1,13 +1,17 @@
 /*
- * intrfs: the daemon.  Parses the command line and the mount options (nfs(5)
- * names through netclient, the daemon's own here, FUSE's passed through),
- * mounts the NFS export (MNT, FSINFO) in a task, mounts the FUSE filesystem,
- * starts the workers, the fatal-signal watcher and the hung-task watchdog,
- * and runs the libfuse session loop until unmounted.
+ * intrfs: the daemon's main.  Reads the command line (the mount options
+ * are options.c's), mounts the NFS export (MNT, FSINFO) in a task, mounts
+ * the FUSE filesystem, starts the notifier, the interrupt watcher, the
+ * workers and the hung-task watchdog, runs the libfuse session loop until
+ * unmounted, and then stops them in the reverse order.  It also owns the
+ * daemon's logging and the kill -USR1 dump.
  *
  * Without -f it forks first and the parent waits until the child reports
  * that both mounts worked, so that an error reaches the terminal and the
  * exit status of mount(8); the child then logs to logfile= or to syslog.
+ *
+ * It takes no lock; the dumper thread only reads (the task list through
+ * the region library, counters relaxed).
  */
 #include "fusefs_i.h"
 
@@ -182,7 +186,7 @@ static int append_opts(struct cmdline *cl, const char *o)
 	int n = snprintf(cl->opts + len, sizeof(cl->opts) - len, "%s%s",
 			 len ? "," : "", o);
 
-	return n < 0 || (size_t)n >= sizeof(cl->opts) - len ? -1 : 0;
+	return n < 0 || (size_t)n >= sizeof(cl->opts) - len ? -E2BIG : 0;
 }
 
 static int parse_cmdline(int argc, char **argv, struct cmdline *cl)
@@ -201,7 +205,7 @@ static int parse_cmdline(int argc, char **argv, struct cmdline *cl)
 		case 'o':
 			if (append_opts(cl, optarg) < 0) {
 				fprintf(stderr, PROG ": options too long\n");
-				return 2;
+				return -EINVAL;
 			}
 			break;
 		case 'f':
@@ -220,14 +224,14 @@ static int parse_cmdline(int argc, char **argv, struct cmdline *cl)
 			exit(0);
 		default:
 			fprintf(stderr, "Try '" PROG " --help'.\n");
-			return 2;
+			return -EINVAL;
 		}
 	}
 	if (argc - optind != 2) {
 		fprintf(stderr,
 			PROG ": need SERVER:/PATH and MOUNTPOINT (try '" PROG
 			     " --help')\n");
-		return 2;
+		return -EINVAL;
 	}
 	cl->source = argv[optind];
 	cl->mountpoint = argv[optind + 1];
@@ -517,9 +521,8 @@ int main(int argc, char **argv)
 	mallopt(M_TRIM_THRESHOLD, 4 * NC_MAX_IO);
 	mallopt(M_ARENA_MAX, 4);
 
-	rc = parse_cmdline(argc, argv, &cl);
-	if (rc)
-		return rc;
+	if (parse_cmdline(argc, argv, &cl))
+		return 2;
 	memset(&fs, 0, sizeof(fs));
 	nc_opts_init(&fs.nco);
 	fs_opts_init(&fs.o);

@@ -5,7 +5,8 @@
  * /dev/fuse.  The kernel takes the parent directory's lock for it, which
  * the request being answered may hold: so never from a request's path.
  *
- * notify_lock is a leaf: it protects the queue and notify_stop.
+ * fs->notify.lock is a leaf: it protects the queue and the stop flag, and
+ * the notifier drops it before it writes to /dev/fuse.
  */
 #include "fusefs_i.h"
 

@@ -15,9 +15,11 @@
  * removes what it left; an unmount removes what a failed removal left.
  * Both log what they could not remove.
  *
- * The node fields (silly_name, silly_dir, silly_cred) are protected by
- * fs->nodes_lock; the journal by an flock() on it, as several daemons may
- * share it.
+ * It never holds a lock across a call to the server or a journal edit.
+ * The node fields (silly_name, silly_dir, silly_cred) and the list of names
+ * left (fs->silly.left) are protected by fs->nodes_lock, a leaf; the
+ * journal by an flock() on it, taken with no lock held, as several daemons
+ * may share it.
  */
 #include "fusefs_i.h"
 
@@ -397,8 +399,11 @@ static char *journal_read(const char *path)
 	return buf;
 }
 
-/* One journal line: removes the name when its daemon is gone. */
-static int recover_one(struct intrfs *fs, const char *line)
+/*
+ * One journal line: removes the name when its daemon is gone.  True when
+ * it removed it.
+ */
+static bool recover_one(struct intrfs *fs, const char *line)
 {
 	char hex[2 * NC_FHSIZE + 2], name[SILLY_NAME_MAX], copy[LINE_MAX_LEN];
 	struct nc_cred cr = { 0 };
@@ -410,10 +415,10 @@ static int recover_one(struct intrfs *fs, const char *line)
 		   name) != 5 ||
 	    !fh_unhex(hex, &dir) || strncmp(name, ".nfs", 4) != 0) {
 		journal_edit(fs, NULL, copy); /* not a line of ours */
-		return 0;
+		return false;
 	}
 	if (daemon_alive(pid))
-		return 0;
+		return false;
 	rc = nc_remove(fs->nc, &cr, &dir, name);
 	if (rc == 0 || rc == -ENOENT || rc == -ESTALE) {
 		journal_edit(fs, NULL, copy);
@@ -423,7 +428,7 @@ static int recover_one(struct intrfs *fs, const char *line)
 		"intrfs: could not remove %s, left by an intrfs that died "
 		"with it open: %s (tried again at the next mount)\n",
 		name, strerror(-rc));
-	return 0;
+	return false;
 }
 
 void silly_recover(struct intrfs *fs)
@@ -447,7 +452,7 @@ void silly_recover(struct intrfs *fs)
 	task_enter(t);
 	for (line = strtok_r(buf, "\n", &save); line;
 	     line = strtok_r(NULL, "\n", &save))
-		removed += (unsigned)recover_one(fs, line);
+		removed += recover_one(fs, line);
 	task_leave(t);
 	task_put(t);
 	free(buf);
