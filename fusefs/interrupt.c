@@ -8,25 +8,24 @@
  *
  * FUSE_INTERRUPT reaches on_interrupt() on a session thread.  The kernel
  * sends one per request, on the first signal, and none for a later SIGKILL,
- * so the callback raises a normal interrupt at once and then, but on intr
- * mounts where it changes nothing, reads the caller's /proc/<tid>/status:
- * a pending SIGKILL makes it fatal.  While a job holds a normal interrupt
- * back (a killable region), the watcher thread keeps reading the caller's
- * status, and raises a fatal interrupt when a SIGKILL comes.  A flush gets
- * no INTERRUPT at all (the kernel forces it: close(2) and a dying process's
- * exit path wait uninterruptibly): the watcher answers it once its caller
- * is dying and lets it finish in the background.  With nothing to watch
- * it sleeps.  When the interrupt ends the task's current wait, the
- * interrupt path answers EINTR itself, without waiting for the worker to
- * wake (answer_eintr).
+ * so the callback raises a normal interrupt at once and, but on intr mounts
+ * where it changes nothing, wakes the watcher thread, which reads the
+ * caller's /proc/<tid>/status: a pending SIGKILL makes it fatal.  While a
+ * job holds a normal interrupt back (a killable region), the watcher keeps
+ * reading the caller's status, and raises a fatal interrupt when a SIGKILL
+ * comes.  A flush gets no INTERRUPT at all (the kernel forces it: close(2)
+ * and a dying process's exit path wait uninterruptibly): the watcher
+ * answers it once its caller is dying and lets it finish in the
+ * background.  With nothing to watch it sleeps.  When the interrupt ends
+ * the task's current wait, the interrupt path answers EINTR itself, without
+ * waiting for the worker to wake (answer_eintr).
  *
- * It never reads /proc with watch.lock held, the lock the interrupt
- * callback takes: a read of /proc may wait on the very process that is
- * stuck.  The watcher picks the jobs to look at under the lock, holding a
- * reference on each, drops it to read, and takes it again to act on what
- * is still true.  The callback reads the caller's status holding only the
- * request's own lock, which libfuse holds around it and which nothing but
- * that request's worker takes (to unregister the callback).
+ * It never reads /proc with a lock held that the interrupt callback needs,
+ * nor in the callback, which libfuse runs with the request's lock held: a
+ * read of /proc may wait on the very process that is stuck, and the session
+ * thread must go on.  The watcher picks the jobs to look at under
+ * watch.lock, holding a reference on each, drops the lock to read, and
+ * takes it again to act on what is still true.
  *
  * Lock order: libfuse's lock of a request (held around the callback)
  * before watch.lock, which is held while the watcher raises an interrupt
@@ -197,7 +196,10 @@ static void watcher_wake(struct intr_watch *w)
 	pthread_mutex_unlock(&w->lock);
 }
 
-/* An INTERRUPT for j's request: raise it, answer it, watch for a SIGKILL. */
+/*
+ * An INTERRUPT for j's request: raise it, answer it, have the watcher look
+ * for a SIGKILL.
+ */
 static void handle_interrupt(struct job *j)
 {
 	fs_count(&j->fs->stats.interrupts);
@@ -205,7 +207,7 @@ static void handle_interrupt(struct job *j)
 	/*
 	 * On an intr mount nothing holds a normal interrupt back: answer
 	 * first, then stop the task's work; whether the signal is fatal
-	 * changes nothing, so the interrupt path spares the read of /proc.
+	 * changes nothing, so the watcher spares the read of /proc.
 	 */
 	if (j->fs->nco.intr_mode == NC_INTR) {
 		answer_eintr(j, TASK_INTR_NORMAL);
@@ -213,10 +215,8 @@ static void handle_interrupt(struct job *j)
 		return;
 	}
 	task_interrupt(j->task, TASK_INTR_NORMAL);
-	if (caller_fatal(j->tid))
-		raise_fatal(j);
-	else
-		watcher_wake(&j->fs->watch); /* held back, perhaps */
+	/* Held back, perhaps: the watcher reads whether it is fatal. */
+	watcher_wake(&j->fs->watch);
 }
 
 /*
