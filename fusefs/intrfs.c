@@ -277,8 +277,10 @@ static int nfs_mount(struct intrfs *fs, const char *server, const char *path)
 	if (rc == 0) {
 		/* Who may search the root decides how long entries stay. */
 		struct nc_attr a;
+		/* Best effort: without them, entries are kept for 0 s. */
+		int arc = nc_getattr(fs->nc, &cred, &fs->root.fh, &a);
 
-		if (nc_getattr(fs->nc, &cred, &fs->root.fh, &a) == 0) {
+		if (arc == 0) {
 			fs->root.mode = a.mode;
 			fs->root.uid = a.uid;
 			fs->root.gid = a.gid;

@@ -268,9 +268,14 @@ int silly_rename_target(struct job *j, struct node *from_dir,
 
 	if (!atomic_load_explicit(&fs->open_files, memory_order_relaxed))
 		return 0;
-	/* An error here is the RENAME's to report. */
-	if (nc_lookup(fs->nc, &j->cred, &to_dir->fh, to_name, &to) ||
-	    !to.has_fh)
+	/*
+	 * An error of these LOOKUPs is the RENAME's to report, but for an
+	 * interruption, which ends the request here.
+	 */
+	rc = nc_lookup(fs->nc, &j->cred, &to_dir->fh, to_name, &to);
+	if (rc == -EINTR)
+		return rc;
+	if (rc || !to.has_fh)
 		return 0;
 	n = node_find_pin(fs, &to.fh);
 	if (!n)
@@ -279,14 +284,16 @@ int silly_rename_target(struct job *j, struct node *from_dir,
 	open = is_regular_open(n) && !n->silly_name;
 	pthread_mutex_unlock(&fs->nodes_lock);
 	rc = 0;
-	/* Two names of one file: the rename does nothing, nothing to hide. */
-	if (open &&
-	    nc_lookup(fs->nc, &j->cred, &from_dir->fh, from_name, &from) == 0 &&
-	    from.has_fh && from.fh.len == to.fh.len &&
-	    memcmp(from.fh.data, to.fh.data, to.fh.len) == 0)
-		open = false;
-	if (open)
-		rc = silly_move(j, to_dir, to_name, n);
+	if (open) {
+		rc = nc_lookup(fs->nc, &j->cred, &from_dir->fh, from_name,
+			       &from);
+		/* Two names of one file: the rename does nothing to hide. */
+		if (rc == 0 && from.has_fh && from.fh.len == to.fh.len &&
+		    memcmp(from.fh.data, to.fh.data, to.fh.len) == 0)
+			open = false;
+	}
+	if (rc != -EINTR)
+		rc = open ? silly_move(j, to_dir, to_name, n) : 0;
 	node_unpin(fs, n);
 	return rc;
 }
