@@ -20,15 +20,17 @@
  * entries cached below it are invalidated: its own entry in its parent
  * (which drops the subtree), or, for the root, every name handed out.
  *
- * Everything here is protected by fs->nodes_lock, a leaf.  Invalidations go
- * through the notifier thread (notify.c), never from a request's own path.
+ * It never holds a lock across the ACCESS call, and never invalidates an
+ * entry from a request's own path: invalidations go through the notifier
+ * thread (notify.c).  Everything here is protected by fs->nodes_lock, a
+ * leaf.
  */
 #include "fusefs_i.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+#include <unistd.h>
 
 /* Entries kept per node: the callers that use one file are few. */
 #define ACCESS_PER_NODE 8
@@ -60,9 +62,7 @@ static bool cred_equal(const struct nc_cred *a, const struct nc_cred *b)
 /* The attribute timeout of n, in ns.  Called with nodes_lock held. */
 static uint64_t ttl_ns(const struct intrfs *fs, const struct node *n)
 {
-	double s = S_ISDIR(n->mode) ? fs->o.acdirmin : fs->o.acregmin;
-
-	return (uint64_t)(s * 1e9);
+	return (uint64_t)(attr_timeout(fs, n->mode) * 1e9);
 }
 
 /* Called with nodes_lock held. */
@@ -76,18 +76,20 @@ static struct access_entry **find(struct node *n, const struct nc_cred *cr)
 	return NULL;
 }
 
-/* From the cache only: 1 granted, 0 refused, -1 not known. */
-static int access_cached(struct intrfs *fs, struct node *n,
-			 const struct nc_cred *cr, uint32_t want)
+enum cached { NOT_KNOWN, GRANTED, REFUSED };
+
+/* What the cache alone says of cr doing want to n. */
+static enum cached access_cached(struct intrfs *fs, struct node *n,
+				 const struct nc_cred *cr, uint32_t want)
 {
 	struct access_entry **p;
-	int r = -1;
+	enum cached r = NOT_KNOWN;
 
 	pthread_mutex_lock(&fs->nodes_lock);
 	p = find(n, cr);
 	if (p && (*p)->gen == n->attr_gen && (want & ~(*p)->asked) == 0 &&
 	    region_now_ns() - (*p)->at_ns < ttl_ns(fs, n))
-		r = ((*p)->granted & want) == want;
+		r = ((*p)->granted & want) == want ? GRANTED : REFUSED;
 	pthread_mutex_unlock(&fs->nodes_lock);
 	return r;
 }
@@ -149,10 +151,11 @@ int access_check(struct job *j, struct node *n, uint32_t want)
 	struct intrfs *fs = j->fs;
 	uint32_t asked, granted = 0;
 	uint64_t gen, at;
-	int r = access_cached(fs, n, &j->cred, want);
+	enum cached known = access_cached(fs, n, &j->cred, want);
+	int r;
 
-	if (r >= 0)
-		return r ? 0 : -EACCES;
+	if (known != NOT_KNOWN)
+		return known == GRANTED ? 0 : -EACCES;
 	pthread_mutex_lock(&fs->nodes_lock);
 	/* Read before the call: a change seen meanwhile makes it stale. */
 	gen = n->attr_gen;
@@ -164,6 +167,30 @@ int access_check(struct job *j, struct node *n, uint32_t want)
 		return r;
 	remember(fs, n, &j->cred, asked, granted, gen, at);
 	return (granted & want) == want ? 0 : -EACCES;
+}
+
+/* What access(2)'s mask asks of a file of this type, in ACCESS bits. */
+static uint32_t access_bits(mode_t type, int mask)
+{
+	uint32_t a = 0;
+
+	if (mask & R_OK)
+		a |= S_ISDIR(type) ? NC_ACCESS_READ | NC_ACCESS_LOOKUP :
+				     NC_ACCESS_READ;
+	if (mask & W_OK)
+		a |= S_ISDIR(type) ? NC_ACCESS_MODIFY | NC_ACCESS_EXTEND |
+					     NC_ACCESS_DELETE :
+				     NC_ACCESS_MODIFY | NC_ACCESS_EXTEND;
+	if (mask & X_OK)
+		a |= S_ISDIR(type) ? NC_ACCESS_LOOKUP : NC_ACCESS_EXECUTE;
+	return a;
+}
+
+int access_check_mask(struct job *j, struct node *n, int mask)
+{
+	uint32_t want = access_bits(n->type, mask);
+
+	return want ? access_check(j, n, want) : 0;
 }
 
 void access_drop(struct node *n)
@@ -211,7 +238,7 @@ static bool root_name_keep(struct intrfs *fs, const char *name)
 double entry_timeout(struct intrfs *fs, struct node *parent, const char *name,
 		     bool negative)
 {
-	double t = negative ? fs->o.neg_timeout : fs->o.acdirmin;
+	double t = negative && !fs->o.neg_cache ? 0 : fs->o.acdirmin;
 	bool ok;
 
 	/* Without allow_other, one user (and root) sees the mount. */

@@ -9,8 +9,10 @@
  * trimmer thread, down to IDLE_KEEP of them.  Smaller buffers are
  * malloc's.  Every buffer starts with a header that says which it is.
  *
- * The free list (newest first) and the trimmer's state are protected by
- * pool_lock, a leaf.
+ * It never waits for a buffer: one is mapped when none is idle.  The free
+ * list (newest first) and the trimmer's state are protected by pool_lock, a
+ * leaf (taken under a node's wb.lock by buf_free()), never held across a
+ * map or an unmap.
  */
 #include "fusefs_i.h"
 

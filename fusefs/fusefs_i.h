@@ -1,17 +1,31 @@
 /*
  * Private to the intrfs daemon: the filesystem object, the node table, the
- * jobs that carry FUSE requests to worker threads, and the options.
+ * jobs that carry FUSE requests to worker threads, the options, and the
+ * interfaces between the daemon's rooms.
  *
- * A FUSE request becomes a job: the libfuse handler (on a session thread)
- * copies what the request says into the job, makes its task, registers the
- * interrupt callback and queues it; a worker thread enters the task, runs
- * the job inside the region the mount mode asks for, leaves the region,
- * then replies.  So the session threads never wait for the network and an
+ * A FUSE request becomes a job: the libfuse handler (ops.c, on a session
+ * thread) copies what the request says into the job, makes its task and
+ * submits it (workers.c), which has the interrupt path watch it
+ * (interrupt.c) and queues it; a worker thread enters the task, runs the job
+ * inside the region the mount mode asks for, leaves the region, then
+ * replies.  So the session threads never wait for the network and an
  * INTERRUPT is read and routed however many requests are stuck.
  *
- * Lock order: a node's clock before its wlock (task mutexes, taken
- * interruptibly), before fs->nodes_lock, fs->jobs_lock and fs->notify_lock,
- * which are leaves held for a few instructions.
+ * Lock order, outermost first:
+ *   a dirhandle's lock (dircache.c), a node's wb.commit_lock, then its
+ *     wb.lock (writeback.c): task mutexes, taken interruptibly, only in a
+ *     job's task;
+ *   libfuse's lock of a request (held around the interrupt callback),
+ *     then fs->watch.lock (interrupt.c);
+ *   leaves, held for a few instructions and never across a wait:
+ *     fs->nodes_lock (nodes.c; access.c and silly.c use it for their node
+ *     fields), fs->pool.lock (workers.c), fs->notify.lock (notify.c) and
+ *     the buffer pool's lock (bufpool.c).
+ * The leaves never nest in each other; the buffer pool's is taken under
+ * wb.lock.
+ *
+ * Errors: every int function returns 0 or a negative errno, and every
+ * errno parameter is negative; the sign flips once, in fs_reply_err().
  */
 #ifndef INTRFS_FUSEFS_I_H
 #define INTRFS_FUSEFS_I_H
@@ -25,14 +39,18 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <sys/stat.h>
 
-/* The daemon's own options, beside netclient's (struct nc_opts). */
+/*
+ * The daemon's own options, beside netclient's (struct nc_opts); set by
+ * options.c before any thread starts, read-only after.
+ */
 struct fs_opts {
-	bool direct_io;
-	/* Seconds, as nfs(5)'s acregmin/acdirmin; 0 with noac. */
-	double acregmin, acregmax, acdirmin, acdirmax;
-	double neg_timeout; /* negative lookups (lookupcache=all) */
+	bool direct_io; /* every open bypasses the page cache */
+	/* Attribute timeouts in seconds, as nfs(5)'s; 0 with noac. */
+	double acregmin, acdirmin;
+	bool neg_cache; /* lookupcache=all: negative entries for acdirmin */
 	unsigned hung_timeout; /* seconds before the watchdog reports */
 	unsigned max_workers;
 	unsigned wbuf_mb; /* uncommitted data kept per file, MiB */
@@ -40,157 +58,222 @@ struct fs_opts {
 	char *logfile;
 };
 
+/* FUSE's options among the mount options, passed on to libfuse. */
+struct fs_fuse_opts {
+	char opts[1024];
+	bool fsname_set;
+};
+
 /*
- * One write's data, kept until the server has it on stable storage: on
- * node->sending while its WRITE is on the way, then on node->dirty, with
- * the verifier of its reply, until a COMMIT with the same verifier.
+ * A node's write-behind state (writeback.c, which alone touches it).
+ * wb.lock and wb.commit_lock are task mutexes: commit_lock serialises
+ * COMMITs and truncates and is taken before lock, which protects every
+ * field below but needs_sync and is held only for list work.
  */
-struct extent {
-	struct extent *next;
-	uint64_t off;
-	size_t len;
-	unsigned char verf[8]; /* of the WRITE reply */
-	bool resend; /* the verifier changed between its calls */
-	unsigned char data[];
+struct extent;
+struct wb_node {
+	task_mutex_t lock, commit_lock;
+	task_cond_t cond; /* with lock: sending, busy or committing changed */
+	/*
+	 * Anything for a flush to do: published at the end of each lock
+	 * section, read without it.
+	 */
+	_Atomic bool needs_sync;
+	struct extent *sending; /* protected by lock: WRITEs on the way */
+	unsigned nsending; /* protected by lock */
+	size_t sending_bytes; /* protected by lock */
+	unsigned busy; /* protected by lock: write jobs not done with it */
+	bool committing; /* protected by lock: a COMMIT holds extents */
+	/* Protected by lock: written, not committed, oldest first. */
+	struct extent *dirty, **dirty_tail;
+	size_t dirty_bytes; /* protected by lock */
+	int write_error; /* protected by lock: -errno for the next sync */
 };
 
 struct access_entry;
 
 struct node {
+	/* Set when the node is made, read-only after: no lock. */
 	fuse_ino_t ino; /* FUSE nodeid: the node's address, or 1 */
 	struct nc_fh fh;
-	uint64_t fileid;
-	mode_t type; /* S_IFMT bits */
 
 	/*
 	 * Protected by fs->nodes_lock.  A node lives while the kernel holds
 	 * lookups on it, a file handle is open on it, or a job has it pinned
-	 * (node_pin); the last of node_forget(), node_close() and
-	 * node_unpin() frees it.
+	 * (node_find_pin(), node_close()); the last of node_forget(),
+	 * node_close() and node_unpin() frees it.
 	 */
 	uint64_t nlookup;
 	unsigned opens; /* FUSE open/create not yet released */
 	unsigned pins;
 	struct node *hnext;
 	/*
-	 * What the server last said of the file (node_saw_attr()), for the
-	 * access cache and the entry timeouts: attr_gen counts the changes of
-	 * mode, owner, group or ctime, which end what the access cache knows.
+	 * Protected by fs->nodes_lock: what the server last said of the file
+	 * (node_saw_attr()), for the access cache and the entry timeouts.
+	 * attr_gen counts the changes of mode, owner, group or ctime, which
+	 * end what the access cache knows.  type and fileid are written
+	 * under the lock too, but read without it: a file's type and number
+	 * never change once the server has told them.
 	 */
+	mode_t type; /* S_IFMT bits; 0 until the server says */
+	uint64_t fileid;
 	mode_t mode; /* type and permission bits; 0: not seen yet */
 	uint32_t uid, gid;
 	struct timespec ctime;
 	uint64_t attr_gen;
-	struct access_entry *access; /* access.c */
+	struct access_entry *access; /* access.c; protected by nodes_lock */
 	/*
-	 * A directory's name in its parent, as last handed to the kernel:
-	 * invalidating that entry drops every cached entry below it.
+	 * Protected by fs->nodes_lock: a directory's name in its parent, as
+	 * last handed to the kernel; invalidating that entry drops every
+	 * cached entry below it (access.c).
 	 */
 	fuse_ino_t dparent;
 	char *dname;
-	/* Silly rename (silly.c): the hidden name of a file unlinked open. */
+	/*
+	 * Silly rename (silly.c), protected by fs->nodes_lock: the hidden
+	 * name of a file unlinked open, its directory, and who unlinked it
+	 * (who removes it).
+	 */
 	char *silly_name;
 	struct nc_fh silly_dir;
-	struct nc_cred silly_cred; /* who unlinked it: who removes it */
+	struct nc_cred silly_cred;
 
-	/*
-	 * Write-behind state (ops.c), protected by wlock: a lock taken with
-	 * an interruptible wait, like a filesystem's mutex_lock_interruptible(),
-	 * and held only for list work, never across a call.  wcond is
-	 * broadcast whenever sending, busy or committing change.  clock
-	 * serialises COMMITs and truncates; it is taken before wlock.
-	 */
-	task_mutex_t wlock, clock;
-	task_cond_t wcond;
-	_Atomic bool needs_sync; /* anything for a flush to do, see ops.c */
-	struct extent *sending; /* WRITEs on the way */
-	unsigned nsending;
-	size_t sending_bytes;
-	unsigned busy; /* write jobs not finished with the node */
-	bool committing; /* a COMMIT holds extents off the list */
-	struct extent *dirty, **dirty_tail; /* written, not committed */
-	size_t dirty_bytes;
-	int write_error; /* to report at the next write/flush/fsync */
+	struct wb_node wb; /* writeback.c; its own locks */
 };
 
 #define NODE_BUCKETS 4096
 #define ROOT_NAME_BUCKETS 256
 
+/* The worker pool (workers.c); every field protected by lock. */
+struct worker_pool {
+	pthread_mutex_t lock;
+	pthread_cond_t cond; /* a job was queued, or stopping */
+	pthread_cond_t done; /* a worker exited, or the last job ended */
+	struct job *head, *tail; /* queued, first come first served */
+	unsigned workers, idle, queued, running;
+	bool stopping;
+};
+
+/* Interrupt routing (interrupt.c): the jobs in flight, for the watcher. */
+struct intr_watch {
+	pthread_mutex_t lock;
+	pthread_cond_t cond; /* with lock: wakes the watcher */
+	struct job *jobs; /* protected by lock */
+	bool stop; /* protected by lock */
+	pthread_t thread;
+};
+
+/*
+ * Kernel entries to invalidate (notify.c): queued by workers, sent by the
+ * notifier thread, never from a request's own path.
+ */
+struct notifier {
+	pthread_mutex_t lock;
+	pthread_cond_t cond; /* with lock: an item, or stop */
+	struct notify_item *head; /* protected by lock */
+	bool stop; /* protected by lock */
+	pthread_t thread;
+};
+
+/*
+ * Silly rename (silly.c): names made, the journal's path, and hidden names
+ * whose removal failed, tried again at unmount.
+ */
+struct silly_state {
+	/* Only uniqueness matters: see silly_move(). */
+	_Atomic unsigned seq;
+	char *journal; /* set at mount, read-only after */
+	struct silly_left *left; /* protected by fs->nodes_lock */
+};
+
+/*
+ * The daemon's counters, for the USR1 dump: X(name, what it counts), as
+ * netclient's NC_STATS_FIELDS.  Statistics only: updated and read relaxed.
+ */
+#define FS_STATS_FIELDS(X)                                            \
+	X(interrupts, "INTERRUPTs the kernel sent")                   \
+	X(fatal_interrupts, "interrupts found fatal (SIGKILL, exit)") \
+	X(eintr_replies, "requests answered EINTR")
+
+struct fs_stats {
+#define FS__STATS_FIELD(name, what) _Atomic uint64_t name;
+	FS_STATS_FIELDS(FS__STATS_FIELD)
+#undef FS__STATS_FIELD
+};
+
+static inline void fs_count(_Atomic uint64_t *counter)
+{
+	/* relaxed: a statistic for the USR1 dump; nothing orders on it. */
+	atomic_fetch_add_explicit(counter, 1, memory_order_relaxed);
+}
+
 struct intrfs {
+	/* Set before the session starts, read-only after: no lock. */
 	char *source; /* SERVER:/PATH */
 	char *mountpoint;
 	struct nc_opts nco;
 	struct fs_opts o;
 	nc_client_t *nc;
 	struct fuse_session *se;
-	struct node root;
 
+	struct node root; /* never freed; its fields as any node's */
 	pthread_mutex_t nodes_lock;
-	struct node *nodes[NODE_BUCKETS]; /* by fh, protected by nodes_lock */
-
-	/* Jobs in flight, for the fatal-signal watcher; jobs_lock. */
-	pthread_mutex_t jobs_lock;
-	pthread_cond_t watch_cond; /* wakes the watcher; with jobs_lock */
-	struct job *jobs;
-
-	/* The worker pool (workers.c), protected by pool_lock. */
-	pthread_mutex_t pool_lock;
-	pthread_cond_t pool_cond;
-	struct job *queue_head, *queue_tail;
-	unsigned workers, idle, queued, running;
-	bool stopping;
-	pthread_cond_t pool_done;
-
-	pthread_t watcher;
-	_Atomic bool watcher_stop;
-
-	_Atomic uint64_t ops, interrupts, fatal_interrupts, eintr_replies;
-
-	/* Open handles of regular files: unlink and rename look then. */
-	_Atomic unsigned open_files;
-	/*
-	 * Silly rename (silly.c): names made, the journal's path, and hidden
-	 * names whose removal failed, tried again at unmount (nodes_lock).
-	 */
-	_Atomic unsigned silly_seq;
-	char *silly_journal;
-	struct silly_left *silly_left;
-
-	/*
-	 * Kernel entries to invalidate (notify.c): queued by workers, sent by
-	 * the notifier thread, never from a request's own path.
-	 */
-	pthread_mutex_t notify_lock;
-	pthread_cond_t notify_cond;
-	struct notify_item *notify_head;
-	bool notify_stop;
-	pthread_t notifier;
+	struct node *nodes[NODE_BUCKETS]; /* by fh; protected by nodes_lock */
 	/*
 	 * Names the kernel may cache under the root (access.c), protected by
 	 * nodes_lock: the root has no entry of its own to invalidate.
 	 */
 	struct root_name *root_names[ROOT_NAME_BUCKETS];
 	unsigned nroot_names;
+	/* Open handles of regular files: unlink and rename look then. */
+	_Atomic unsigned open_files;
+
+	struct worker_pool pool;
+	struct intr_watch watch;
+	struct notifier notify;
+	struct silly_state silly;
+	struct fs_stats stats;
 };
 
 struct job;
 typedef int (*job_run_fn)(struct job *j);
 typedef void (*job_reply_fn)(struct job *j);
 
-/* What a job needs from the request, copied on the session thread. */
+/*
+ * What a job needs from the request, copied on the session thread before
+ * the job is submitted; after that, the worker's alone, but for the fields
+ * marked otherwise.
+ */
 struct job {
 	struct intrfs *fs;
-	fuse_req_t req;
+	fuse_req_t req; /* ours until answered is set by someone else */
 	task_t *task;
-	const char *op;
 	job_run_fn run; /* in the worker, inside the op's region */
 	job_reply_fn reply; /* after the region, when run returned 0 */
 	struct nc_cred cred;
 	pid_t tid; /* the caller's thread */
-	_Atomic unsigned intr; /* TASK_INTR_* raised so far */
 	uint64_t start_ns;
-	struct job *qnext; /* protected by fs->pool_lock */
-	struct job *inext, *iprev; /* protected by fs->jobs_lock */
+	bool forced; /* no INTERRUPT comes for it (flush) */
+	/* TASK_INTR_* raised so far; atomic, see interrupt.c. */
+	_Atomic unsigned intr;
+	/*
+	 * Set by whoever answers the request: the worker, or the interrupt
+	 * path when it ends the request with EINTR itself.
+	 */
+	_Atomic bool answered;
+	/*
+	 * The worker's reference, and one while an interrupt callback runs
+	 * or the watcher looks: once the callback has answered, the worker
+	 * may finish the job while the callback still interrupts its task.
+	 */
+	_Atomic unsigned refs;
+	struct job *qnext; /* protected by fs->pool.lock */
+	/* Protected by fs->watch.lock: on the watched list (interrupt.c). */
+	struct job *inext, *iprev;
+	bool linked;
+	/* The watcher thread's own, between two holds of watch.lock. */
+	struct job *wnext;
+	bool wfatal;
 
 	fuse_ino_t ino, ino2;
 	struct fuse_file_info fi;
@@ -206,18 +289,6 @@ struct job {
 
 	bool replied; /* answered with success before run ended */
 	bool detached; /* answered from inside run: req is not ours */
-	bool forced; /* no INTERRUPT comes for it (flush) */
-	/*
-	 * Set by whoever answers the request: the worker, or the interrupt
-	 * path when it ends the request with EINTR itself.
-	 */
-	_Atomic bool answered;
-	/*
-	 * The worker's reference, and one while the interrupt callback runs:
-	 * once the callback has answered, the worker may finish the job while
-	 * the callback still interrupts its task.
-	 */
-	_Atomic unsigned refs;
 
 	/* Results for reply(). */
 	struct fuse_entry_param entry;
@@ -234,7 +305,27 @@ struct job {
 #define FS_REGION_BEGIN(fs, why) NC_MODE_REGION_BEGIN((fs)->nco.intr_mode, why)
 #define FS_REGION_END(fs) NC_MODE_REGION_END((fs)->nco.intr_mode)
 
-/* nodes.c */
+/*
+ * Answers req with rc, 0 or -errno: the one place the sign flips, as
+ * fuse_reply_err() takes a positive errno.
+ */
+static inline void fs_reply_err(fuse_req_t req, int rc)
+{
+	fuse_reply_err(req, -rc);
+}
+
+/* options.c: the mount options and --help */
+/* Defaults for o (nfs(5)'s where it names them). */
+void fs_opts_init(struct fs_opts *o);
+/*
+ * Parses str into fs->nco (netclient's options) and fs->o (the daemon's),
+ * and FUSE's into fo.  Returns 0, or -EINVAL with a message in err.
+ */
+int fs_opts_parse(struct intrfs *fs, const char *str, struct fs_fuse_opts *fo,
+		  char *err, size_t errlen);
+void fs_usage(FILE *f);
+
+/* nodes.c: the node table, and attributes as the kernel gets them */
 void nodes_init(struct intrfs *fs);
 void nodes_destroy(struct intrfs *fs);
 struct node *node_of(struct intrfs *fs, fuse_ino_t ino);
@@ -265,6 +356,18 @@ void node_set_dname(struct intrfs *fs, struct node *n, fuse_ino_t parent,
 /* Calls fn on every node (nodes_lock held: fn must not block). */
 void nodes_foreach(struct intrfs *fs, void (*fn)(struct node *n, void *arg),
 		   void *arg);
+/* How long the kernel may keep attributes of this mode (seconds). */
+double attr_timeout(const struct intrfs *fs, mode_t mode);
+/* n's attributes a as the kernel gets them, recorded on n first. */
+void node_stat(struct intrfs *fs, struct node *n, const struct nc_attr *a,
+	       struct stat *st);
+/*
+ * The FUSE entry for name in parent, which the server gave e for: finds or
+ * makes its node and counts one lookup.  How long the kernel may keep it
+ * depends on who may search parent (entry_timeout()).
+ */
+int node_entry(struct intrfs *fs, struct node *parent, const char *name,
+	       const struct nc_entry *e, struct fuse_entry_param *out);
 
 /* access.c: the access cache and entry timeouts */
 /*
@@ -272,6 +375,8 @@ void nodes_foreach(struct intrfs *fs, void (*fn)(struct node *n, void *arg),
  * the error of the ACCESS call that had to be made.
  */
 int access_check(struct job *j, struct node *n, uint32_t want);
+/* access_check() for an access(2) mask (R_OK, W_OK, X_OK). */
+int access_check_mask(struct job *j, struct node *n, int mask);
 void access_drop(struct node *n);
 /* How long the kernel may keep an entry under parent (seconds). */
 double entry_timeout(struct intrfs *fs, struct node *parent, const char *name,
@@ -279,6 +384,66 @@ double entry_timeout(struct intrfs *fs, struct node *parent, const char *name,
 /* Every user lost search permission on dir: its cached entries go. */
 void entries_revoke(struct intrfs *fs, struct node *dir);
 void access_destroy(struct intrfs *fs);
+
+/* killpriv.c: setuid and setgid cleared as the kernel would */
+/*
+ * Whether sa only clears setuid/setgid bits of n, for someone else than
+ * its owner, and not in chmod(2): the kernel's clearing.
+ */
+bool killpriv_only(struct job *j, struct node *n, const struct nc_sattr *sa);
+/* Sets n's mode to mode as the daemon; a is the result. */
+int killpriv_set_mode(struct job *j, struct node *n, mode_t mode,
+		      struct nc_attr *a);
+/*
+ * After j's truncate of n, which left attributes a: clears what a
+ * truncate by another than the owner clears, as the daemon.
+ */
+int killpriv_after_truncate(struct job *j, struct node *n, struct nc_attr *a);
+
+/* writeback.c: write-behind */
+void wb_node_init(struct wb_node *w);
+/* Frees what w keeps, logging the bytes never committed. */
+void wb_node_destroy(struct wb_node *w, uint64_t fileid);
+/*
+ * A write's data, copied on the session thread (the request's buffer is
+ * reused); a buffer for j->buf, which wb_write() takes.  NULL: no memory.
+ */
+void *wb_extent_new(uint64_t off, const void *data, size_t len);
+/*
+ * Writes j->buf (from wb_extent_new()) to n: answers the request once its
+ * WRITEs have left, unless O_DIRECT, and keeps the data until committed.
+ */
+int wb_write(struct job *j, struct node *n);
+/*
+ * Waits until no write to [off, off+len) is on its way (len 0: none to
+ * the file at all).  Interruptible: the region decides.
+ */
+int wb_wait_sent(struct node *n, uint64_t off, size_t len);
+/* Whether writes to n are on their way now. */
+bool wb_writes_on_way(struct node *n);
+/* Whether a flush of n has nothing to do; without a lock or a wait. */
+bool wb_nothing_to_sync(struct node *n);
+/*
+ * SETATTR sa, with a new size, of n: after the writes on their way, with
+ * no COMMIT meanwhile, dropping what is kept past the new size.
+ */
+int wb_truncate(struct job *j, struct node *n, const struct nc_sattr *sa,
+		struct nc_attr *a);
+/*
+ * flush and fsync: every write job done with n, what they wrote
+ * committed, and the error of a write that failed after its answer
+ * reported once.
+ */
+int wb_sync(struct job *j, struct node *n);
+
+/* dircache.c: what an open directory read, for readdir(plus) */
+struct dirhandle;
+/* A dirhandle for opendir, with one reference (dir_put()). */
+struct dirhandle *dir_open(void);
+void dir_hold(struct dirhandle *d);
+void dir_put(struct dirhandle *d);
+/* Fills j->buf and j->out_len from entry j->off on, reading if need be. */
+int dir_read(struct job *j, struct dirhandle *d, bool plus);
 
 /* notify.c: kernel entries invalidated from the notifier thread */
 int notify_start(struct intrfs *fs);
@@ -311,7 +476,7 @@ void silly_recover(struct intrfs *fs);
  */
 void silly_cleanup(struct intrfs *fs, bool server_answers);
 
-/* workers.c */
+/* workers.c: jobs and the worker pool */
 int workers_start(struct intrfs *fs);
 void workers_stop(struct intrfs *fs);
 /*
@@ -322,17 +487,42 @@ bool workers_drain(struct intrfs *fs, unsigned timeout_s);
 /* Makes a job for req, with its task and credentials. */
 struct job *job_new(struct intrfs *fs, fuse_req_t req, const char *op,
 		    job_run_fn run, job_reply_fn reply);
-/* Whether thread tid is in chmod(2), fchmod(2) or fchmodat(2) now. */
-bool caller_in_chmod(pid_t tid);
-/* Registers the interrupt callback and queues j to a worker. */
+/* Has the interrupt path watch j and queues it to a worker. */
 void job_submit(struct job *j);
-/* A job that fails before it runs (ENOMEM copying its arguments). */
-void job_fail(struct job *j, int err);
+/* A job that fails before it runs: answers rc (-errno) and frees it. */
+void job_fail(struct job *j, int rc);
+/*
+ * Whether the caller is the one to answer j's request: true once, for the
+ * worker or the interrupt path, whichever comes first.
+ */
+bool job_take_answer(struct job *j);
+/* Another reference on j, for a caller that holds one already. */
+void job_hold(struct job *j);
+void job_put(struct job *j);
 /*
  * Answers j's request now, from inside run: the caller is done with it, no
  * interrupt reaches the job any more, and run goes on in the background.
  */
 void job_reply_early(struct job *j);
+
+/* interrupt.c: interrupt routing */
+int intr_start(struct intrfs *fs);
+void intr_stop(struct intrfs *fs);
+/* Registers the interrupt callback for j and puts it on the watched list. */
+void intr_watch(struct job *j);
+/*
+ * Takes j off the watched list; req_ours (the worker answers) unregisters
+ * the callback first, waiting for one that runs.
+ */
+void intr_unwatch(struct job *j, bool req_ours);
+/*
+ * The caller's supplementary groups, from the "Groups:" line of its status
+ * (what fuse_req_getgroups() reads too, in one pass here).  Returns how
+ * many, at most max; 0 when they cannot be read.
+ */
+unsigned caller_groups(pid_t tid, uint32_t *groups, unsigned max);
+/* Whether thread tid is in chmod(2), fchmod(2) or fchmodat(2) now. */
+bool caller_in_chmod(pid_t tid);
 
 /* bufpool.c: I/O buffers, reused */
 /* len bytes (a write's extent, a read's data); free with buf_free(). */
@@ -344,13 +534,7 @@ size_t buf_busy_bytes(void);
 int bufpool_start(void);
 void bufpool_stop(void);
 
-/* ops.c */
+/* ops.c: the FUSE operations */
 extern const struct fuse_lowlevel_ops intrfs_ops;
-
-/* attr.c-like helpers in ops.c, used by workers too */
-void attr_to_stat(const struct nc_attr *a, struct stat *st);
-/* attr_to_stat(), recording the attributes on n first. */
-void node_stat(struct intrfs *fs, struct node *n, const struct nc_attr *a,
-	       struct stat *st);
 
 #endif

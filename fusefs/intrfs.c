@@ -1,13 +1,17 @@
 /*
- * intrfs: the daemon.  Parses the command line and the mount options (nfs(5)
- * names through netclient, the daemon's own here, FUSE's passed through),
- * mounts the NFS export (MNT, FSINFO) in a task, mounts the FUSE filesystem,
- * starts the workers, the fatal-signal watcher and the hung-task watchdog,
- * and runs the libfuse session loop until unmounted.
+ * intrfs: the daemon's main.  Reads the command line (the mount options
+ * are options.c's), mounts the NFS export (MNT, FSINFO) in a task, mounts
+ * the FUSE filesystem, starts the notifier, the interrupt watcher, the
+ * workers and the hung-task watchdog, runs the libfuse session loop until
+ * unmounted, and then stops them in the reverse order.  It also owns the
+ * daemon's logging and the kill -USR1 dump.
  *
  * Without -f it forks first and the parent waits until the child reports
  * that both mounts worked, so that an error reaches the terminal and the
  * exit status of mount(8); the child then logs to logfile= or to syslog.
+ *
+ * It takes no lock; the dumper thread only reads (the task list through
+ * the region library, counters relaxed).
  */
 #include "fusefs_i.h"
 
@@ -18,7 +22,6 @@
 #include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,295 +35,8 @@
 
 #define PROG "intrfs"
 
-/* nfs(5) defaults, in seconds. */
-#define AC_REGMIN 3
-#define AC_REGMAX 60
-#define AC_DIRMIN 30
-#define AC_DIRMAX 60
-#define HUNG_TIMEOUT 120
-#define MAX_WORKERS 512
-#define WBUF_MB 64
 /* How long an unmount waits for requests still in progress. */
 #define UNMOUNT_DRAIN_S 10
-
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"Usage: " PROG
-		" SERVER:/PATH MOUNTPOINT [-o OPTIONS] [-f] [-d]\n"
-		"\n"
-		"Mounts the NFSv3 export PATH of SERVER on MOUNTPOINT through "
-		"FUSE.  Each request\nruns as a task in the region its mount "
-		"mode asks for; signals become interrupts.\n"
-		"\n"
-		"  -o OPTIONS     comma-separated, as below (may be repeated)\n"
-		"  -f             stay in the foreground, log to stderr\n"
-		"  -d             debug: foreground, and libfuse prints every "
-		"request\n"
-		"  -h, --help     this help\n"
-		"  -V, --version  the version\n"
-		"\n"
-		"NFS options (nfs(5) names):\n"
-		"  hard (default) | soft | softerr   retry forever, or fail with "
-		"EIO / ETIMEDOUT\n"
-		"  timeo=N        deciseconds before the first retransmission "
-		"(600)\n"
-		"  retrans=N      retransmissions before a major timeout (2)\n"
-		"  rsize=N, wsize=N  caps on READ/WRITE size (the server's "
-		"choice, at most 1 MiB)\n"
-		"  port=N, mountport=N  NFS and MOUNT ports (0: ask rpcbind)\n"
-		"  retry=N        minutes a hard mount keeps trying to reach the "
-		"server (2)\n"
-		"  actimeo=N, acregmin=N, acregmax=N, acdirmin=N, acdirmax=N, "
-		"noac\n"
-		"                 attribute cache times in seconds (3/60/30/60)\n"
-		"  lookupcache=all|positive|none  cache negative lookups or not\n"
-		"  vers=3, proto=tcp  the only ones there are\n"
-		"\n"
-		"Interruptibility (intrfs gives them their historic meaning):\n"
-		"  killable (default)  Ctrl-C waits for the server, kill -9 "
-		"ends the call\n"
-		"  intr           any signal ends the call with EINTR\n"
-		"  nointr         nothing ends the call; the watchdog reports it\n"
-		"  policy=region|percall|sigmask   how regions are enforced "
-		"(region)\n"
-		"  hung_timeout=N seconds before the watchdog reports a task "
-		"blocked\n"
-		"                 uninterruptibly (120; 0: off)\n"
-		"  direct_io      every open bypasses the page cache (reads "
-		"become\n"
-		"                 interruptible; O_DIRECT does it per open)\n"
-		"\n"
-		"Daemon:\n"
-		"  slots=N        NFS calls in flight on the connection (64)\n"
-		"  max_workers=N  requests served at once (512)\n"
-		"  wbuf=N         MiB of uncommitted writes kept per file before "
-		"a COMMIT; four\n"
-		"                 times that for the whole mount (64)\n"
-		"  logfile=PATH   where the daemon logs (see Logs below)\n"
-		"\n"
-		"FUSE and mount options passed on: allow_other, "
-		"default_permissions,\nauto_unmount, ro, rw, [no]suid, [no]dev, "
-		"[no]exec, [no]atime, relatime, sync,\nasync, dirsync, "
-		"fsname=, subtype=; ignored: defaults, [no]auto, [no]user,\n"
-		"users, _netdev, nofail, x-*.\n"
-		"\n"
-		"kill -USR1 on the daemon logs every task: its wait, its "
-		"pending interrupts\nand its region stack.\n"
-		"\n"
-		"Logs: with -f or -d, stderr.  Otherwise logfile=PATH; else "
-		"syslog (daemon\nfacility) when /dev/log takes messages; else "
-		"the stderr intrfs was started\nwith (mount's, or the "
-		"terminal's).\n");
-}
-
-/* Options the daemon takes (netclient hands them over). */
-
-struct opt_ctx {
-	struct intrfs *fs;
-	char fuse_opts[1024];
-	bool fsname_set;
-};
-
-static const char *const fuse_flags[] = {
-	"allow_other",	"default_permissions",
-	"auto_unmount", "ro",
-	"rw",		"suid",
-	"nosuid",	"dev",
-	"nodev",	"exec",
-	"noexec",	"async",
-	"sync",		"dirsync",
-	"atime",	"noatime",
-	"diratime",	"nodiratime",
-	"relatime",	"norelatime",
-	"strictatime",	"nostrictatime",
-	"lazytime",	"nolazytime",
-};
-
-static const char *const fuse_valued[] = { "fsname", "subtype", "max_read" };
-
-static const char *const ignored[] = {
-	"defaults", "auto",  "noauto",	"user",	  "nouser",
-	"users",    "owner", "_netdev", "nofail", "comment",
-};
-
-static bool in(const char *key, const char *const *list, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (strcmp(key, list[i]) == 0)
-			return true;
-	return false;
-}
-
-#define IN(key, list) in((key), (list), sizeof(list) / sizeof((list)[0]))
-
-static int add_fuse_opt(struct opt_ctx *c, const char *key, const char *val,
-			char *err, size_t errlen)
-{
-	size_t len = strlen(c->fuse_opts);
-	int n = snprintf(c->fuse_opts + len, sizeof(c->fuse_opts) - len,
-			 "%s%s%s%s", len ? "," : "", key, val ? "=" : "",
-			 val ? val : "");
-
-	if (n < 0 || (size_t)n >= sizeof(c->fuse_opts) - len) {
-		snprintf(err, errlen, "too many FUSE options");
-		return -EINVAL;
-	}
-	return 0;
-}
-
-static int parse_seconds(const char *key, const char *val, double *out,
-			 char *err, size_t errlen)
-{
-	char *end;
-	double v;
-
-	if (!val || !*val) {
-		snprintf(err, errlen, "option '%s' needs a number of seconds",
-			 key);
-		return -EINVAL;
-	}
-	errno = 0;
-	v = strtod(val, &end);
-	if (errno || *end || v < 0 || v > 86400) {
-		snprintf(err, errlen,
-			 "option '%s' needs a number of seconds between 0 and "
-			 "86400, not '%s'",
-			 key, val);
-		return -EINVAL;
-	}
-	*out = v;
-	return 0;
-}
-
-static int parse_count(const char *key, const char *val, unsigned min,
-		       unsigned max, unsigned *out, char *err, size_t errlen)
-{
-	char *end;
-	unsigned long v;
-
-	errno = 0;
-	v = val && *val ? strtoul(val, &end, 10) : 0;
-	if (!val || !*val || errno || *end || v < min || v > max) {
-		snprintf(err, errlen,
-			 "option '%s' needs a number between %u and %u, not "
-			 "'%s'",
-			 key, min, max, val ? val : "");
-		return -EINVAL;
-	}
-	*out = (unsigned)v;
-	return 0;
-}
-
-static int flag_only(const char *key, const char *val, char *err, size_t errlen)
-{
-	if (val) {
-		snprintf(err, errlen, "option '%s' takes no value", key);
-		return -EINVAL;
-	}
-	return 0;
-}
-
-/* netclient's callback: 0 taken, 1 unknown, -EINVAL with err set. */
-static int fs_option(const char *key, const char *val, void *arg, char *err,
-		     size_t errlen)
-{
-	struct opt_ctx *c = arg;
-	struct fs_opts *o = &c->fs->o;
-	unsigned n;
-	int rc;
-
-	if (strcmp(key, "direct_io") == 0) {
-		o->direct_io = true;
-		return flag_only(key, val, err, errlen);
-	}
-	if (strcmp(key, "noac") == 0) {
-		o->acregmin = o->acregmax = o->acdirmin = o->acdirmax = 0;
-		o->neg_timeout = 0;
-		return flag_only(key, val, err, errlen);
-	}
-	if (strcmp(key, "actimeo") == 0) {
-		double v;
-
-		rc = parse_seconds(key, val, &v, err, errlen);
-		o->acregmin = o->acregmax = o->acdirmin = o->acdirmax = v;
-		o->neg_timeout = v;
-		return rc;
-	}
-	if (strcmp(key, "acregmin") == 0)
-		return parse_seconds(key, val, &o->acregmin, err, errlen);
-	if (strcmp(key, "acregmax") == 0)
-		return parse_seconds(key, val, &o->acregmax, err, errlen);
-	if (strcmp(key, "acdirmin") == 0) {
-		rc = parse_seconds(key, val, &o->acdirmin, err, errlen);
-		o->neg_timeout = o->acdirmin;
-		return rc;
-	}
-	if (strcmp(key, "acdirmax") == 0)
-		return parse_seconds(key, val, &o->acdirmax, err, errlen);
-	if (strcmp(key, "lookupcache") == 0) {
-		if (val && strcmp(val, "all") == 0)
-			o->neg_timeout = o->acdirmin;
-		else if (val &&
-			 (strcmp(val, "positive") == 0 ||
-			  strcmp(val, "pos") == 0 || strcmp(val, "none") == 0))
-			o->neg_timeout = 0;
-		else {
-			snprintf(err, errlen,
-				 "option 'lookupcache' is all, positive or "
-				 "none, not '%s'",
-				 val ? val : "");
-			return -EINVAL;
-		}
-		return 0;
-	}
-	if (strcmp(key, "hung_timeout") == 0)
-		return parse_count(key, val, 0, 86400, &o->hung_timeout, err,
-				   errlen);
-	if (strcmp(key, "max_workers") == 0)
-		return parse_count(key, val, 1, 65536, &o->max_workers, err,
-				   errlen);
-	if (strcmp(key, "wbuf") == 0) {
-		rc = parse_count(key, val, 1, 4096, &n, err, errlen);
-		o->wbuf_mb = n;
-		return rc;
-	}
-	if (strcmp(key, "logfile") == 0) {
-		if (!val || !*val) {
-			snprintf(err, errlen, "option 'logfile' needs a path");
-			return -EINVAL;
-		}
-		free(o->logfile);
-		o->logfile = strdup(val);
-		return o->logfile ? 0 : -ENOMEM;
-	}
-	if (strcmp(key, "bg") == 0 || strcmp(key, "fg") == 0) {
-		if (strcmp(key, "fg") == 0)
-			return flag_only(key, val, err, errlen);
-		snprintf(err, errlen,
-			 "option 'bg' is not supported: the mount retries in "
-			 "the foreground for retry= minutes");
-		return -EINVAL;
-	}
-	if (IN(key, fuse_flags)) {
-		rc = flag_only(key, val, err, errlen);
-		if (strcmp(key, "allow_other") == 0)
-			o->allow_other = true;
-		return rc ? rc : add_fuse_opt(c, key, NULL, err, errlen);
-	}
-	if (IN(key, fuse_valued)) {
-		if (!val || !*val) {
-			snprintf(err, errlen, "option '%s' needs a value", key);
-			return -EINVAL;
-		}
-		if (strcmp(key, "fsname") == 0)
-			c->fsname_set = true;
-		return add_fuse_opt(c, key, val, err, errlen);
-	}
-	if (IN(key, ignored) || strncmp(key, "x-", 2) == 0)
-		return 0;
-	return 1;
-}
 
 /* Logging once the terminal is gone: stderr lines go to syslog. */
 
@@ -469,7 +185,7 @@ static int append_opts(struct cmdline *cl, const char *o)
 	int n = snprintf(cl->opts + len, sizeof(cl->opts) - len, "%s%s",
 			 len ? "," : "", o);
 
-	return n < 0 || (size_t)n >= sizeof(cl->opts) - len ? -1 : 0;
+	return n < 0 || (size_t)n >= sizeof(cl->opts) - len ? -E2BIG : 0;
 }
 
 static int parse_cmdline(int argc, char **argv, struct cmdline *cl)
@@ -488,7 +204,7 @@ static int parse_cmdline(int argc, char **argv, struct cmdline *cl)
 		case 'o':
 			if (append_opts(cl, optarg) < 0) {
 				fprintf(stderr, PROG ": options too long\n");
-				return 2;
+				return -EINVAL;
 			}
 			break;
 		case 'f':
@@ -500,21 +216,21 @@ static int parse_cmdline(int argc, char **argv, struct cmdline *cl)
 		case 's':
 			break; /* single-threaded is never what we want */
 		case 'h':
-			usage(stdout);
+			fs_usage(stdout);
 			exit(0);
 		case 'V':
 			printf(PROG " " INTRFS_VERSION "\n");
 			exit(0);
 		default:
 			fprintf(stderr, "Try '" PROG " --help'.\n");
-			return 2;
+			return -EINVAL;
 		}
 	}
 	if (argc - optind != 2) {
 		fprintf(stderr,
 			PROG ": need SERVER:/PATH and MOUNTPOINT (try '" PROG
 			     " --help')\n");
-		return 2;
+		return -EINVAL;
 	}
 	cl->source = argv[optind];
 	cl->mountpoint = argv[optind + 1];
@@ -535,19 +251,6 @@ static int split_source(const char *source, char **server, char **path)
 	*server = strndup(source, (size_t)(colon - source));
 	*path = strdup(colon + 1);
 	return *server && *path ? 0 : -ENOMEM;
-}
-
-static void fs_defaults(struct intrfs *fs)
-{
-	nc_opts_init(&fs->nco);
-	fs->o.acregmin = AC_REGMIN;
-	fs->o.acregmax = AC_REGMAX;
-	fs->o.acdirmin = AC_DIRMIN;
-	fs->o.acdirmax = AC_DIRMAX;
-	fs->o.neg_timeout = AC_DIRMIN;
-	fs->o.hung_timeout = HUNG_TIMEOUT;
-	fs->o.max_workers = MAX_WORKERS;
-	fs->o.wbuf_mb = WBUF_MB;
 }
 
 /* Mounts the export in a task of the mount's policy. */
@@ -574,8 +277,10 @@ static int nfs_mount(struct intrfs *fs, const char *server, const char *path)
 	if (rc == 0) {
 		/* Who may search the root decides how long entries stay. */
 		struct nc_attr a;
+		/* Best effort: without them, entries are kept for 0 s. */
+		int arc = nc_getattr(fs->nc, &cred, &fs->root.fh, &a);
 
-		if (nc_getattr(fs->nc, &cred, &fs->root.fh, &a) == 0) {
+		if (arc == 0) {
 			fs->root.mode = a.mode;
 			fs->root.uid = a.uid;
 			fs->root.gid = a.gid;
@@ -596,8 +301,9 @@ static int nfs_mount(struct intrfs *fs, const char *server, const char *path)
 
 /*
  * kill -USR1 on the daemon prints every task: what it waits on, in which
- * mode, its pending interrupts and its region stack.  SIGUSR1 is blocked in
- * every thread and taken here with sigwait().
+ * mode, its pending interrupts and its region stack; then the transport's
+ * counters and the daemon's.  SIGUSR1 is blocked in every thread and taken
+ * here with sigwait().
  */
 static pthread_t dumper;
 static atomic_bool dumper_stop;
@@ -628,20 +334,46 @@ static int dump_task(const struct task_info *ti, void *arg)
 	return 0;
 }
 
+static void dump_stats(const struct intrfs *fs)
+{
+	struct nc_stats st;
+
+	nc_client_stats(fs->nc, &st);
+	fprintf(stderr, "intrfs: transport:\n");
+#define DUMP_NC(name, what)                                                    \
+	fprintf(stderr, "intrfs:   %-16s %12" PRIu64 "  %s\n", #name, st.name, \
+		what);
+	NC_STATS_FIELDS(DUMP_NC)
+#undef DUMP_NC
+	fprintf(stderr, "intrfs: daemon:\n");
+	/* relaxed: statistics; a dump need not be a snapshot. */
+#define DUMP_FS(name, what)                                                  \
+	fprintf(stderr, "intrfs:   %-16s %12" PRIu64 "  %s\n", #name,        \
+		atomic_load_explicit(&fs->stats.name, memory_order_relaxed), \
+		what);
+	FS_STATS_FIELDS(DUMP_FS)
+#undef DUMP_FS
+}
+
 static void *dumper_main(void *arg)
 {
+	const struct intrfs *fs = arg;
 	sigset_t set;
 	int sig;
 
-	(void)arg;
 	sigemptyset(&set);
 	sigaddset(&set, SIGUSR1);
+	/*
+	 * acquire: pairs with the release store before the stopping
+	 * pthread_kill(), so the signal that wakes us shows the flag.
+	 */
 	while (sigwait(&set, &sig) == 0 &&
-	       !atomic_load_explicit(&dumper_stop, memory_order_relaxed)) {
+	       !atomic_load_explicit(&dumper_stop, memory_order_acquire)) {
 		fprintf(stderr, "intrfs: tasks on %s, policy %s:\n",
-			nc_client_server(((struct intrfs *)arg)->nc),
-			region_policy_name(((struct intrfs *)arg)->nco.policy));
+			nc_client_server(fs->nc),
+			region_policy_name(fs->nco.policy));
 		task_foreach(dump_task, NULL);
+		dump_stats(fs);
 		fflush(stderr);
 	}
 	return NULL;
@@ -657,7 +389,7 @@ static void block_sigusr1(void)
 }
 
 static int run(struct intrfs *fs, const struct cmdline *cl,
-	       const struct opt_ctx *oc)
+	       const struct fs_fuse_opts *fo)
 {
 	char fuse_opts[1400];
 	char *fargv[5];
@@ -667,9 +399,9 @@ static int run(struct intrfs *fs, const struct cmdline *cl,
 	bool drained;
 
 	snprintf(fuse_opts, sizeof(fuse_opts), "%s%ssubtype=intrfs%s%s",
-		 oc->fuse_opts, oc->fuse_opts[0] ? "," : "",
-		 oc->fsname_set ? "" : ",fsname=",
-		 oc->fsname_set ? "" : fs->source);
+		 fo->opts, fo->opts[0] ? "," : "",
+		 fo->fsname_set ? "" : ",fsname=",
+		 fo->fsname_set ? "" : fs->source);
 	fargv[fargc++] = (char *)PROG;
 	fargv[fargc++] = (char *)"-o";
 	fargv[fargc++] = fuse_opts;
@@ -700,6 +432,8 @@ static int run(struct intrfs *fs, const struct cmdline *cl,
 		goto out_signals;
 	}
 	rc = bufpool_start();
+	if (rc == 0)
+		rc = intr_start(fs);
 	if (rc == 0)
 		rc = workers_start(fs);
 	if (rc) {
@@ -745,11 +479,13 @@ static int run(struct intrfs *fs, const struct cmdline *cl,
 	silly_cleanup(fs, drained);
 	nc_client_shutdown(fs->nc);
 	if (dumper) {
-		atomic_store(&dumper_stop, true);
+		/* release: seen by the dumper once the signal is. */
+		atomic_store_explicit(&dumper_stop, true, memory_order_release);
 		pthread_kill(dumper, SIGUSR1);
 		pthread_join(dumper, NULL);
 	}
 	region_watchdog_stop();
+	intr_stop(fs);
 	workers_stop(fs);
 out_unmount:
 	fuse_session_unmount(fs->se);
@@ -762,14 +498,14 @@ out_destroy:
 	fuse_opt_free_args(&args);
 	nodes_destroy(fs);
 	access_destroy(fs);
-	free(fs->silly_journal);
+	free(fs->silly.journal);
 	return rc;
 }
 
 int main(int argc, char **argv)
 {
 	struct intrfs fs;
-	struct opt_ctx oc;
+	struct fs_fuse_opts fo;
 	struct cmdline cl;
 	char err[512];
 	char *server = NULL, *path = NULL;
@@ -786,14 +522,13 @@ int main(int argc, char **argv)
 	mallopt(M_TRIM_THRESHOLD, 4 * NC_MAX_IO);
 	mallopt(M_ARENA_MAX, 4);
 
-	rc = parse_cmdline(argc, argv, &cl);
-	if (rc)
-		return rc;
+	if (parse_cmdline(argc, argv, &cl))
+		return 2;
 	memset(&fs, 0, sizeof(fs));
-	fs_defaults(&fs);
-	memset(&oc, 0, sizeof(oc));
-	oc.fs = &fs;
-	if (nc_opts_parse(&fs.nco, cl.opts, fs_option, &oc, err, sizeof(err))) {
+	nc_opts_init(&fs.nco);
+	fs_opts_init(&fs.o);
+	memset(&fo, 0, sizeof(fo));
+	if (fs_opts_parse(&fs, cl.opts, &fo, err, sizeof(err))) {
 		fprintf(stderr, PROG ": %s\n", err);
 		return 2;
 	}
@@ -815,7 +550,7 @@ int main(int argc, char **argv)
 	block_sigusr1();
 	rc = nfs_mount(&fs, server, path);
 	if (rc == 0)
-		rc = run(&fs, &cl, &oc);
+		rc = run(&fs, &cl, &fo);
 	daemon_ready(1);
 	nc_client_destroy(fs.nc);
 	free(server);

@@ -7,17 +7,20 @@
  * goes on after the kernel has forgotten the inode.
  *
  * Each node also keeps what the server last said of its mode, owner and
- * ctime: a change ends what the access cache knows of it.
+ * ctime: a change ends what the access cache knows of it.  The same
+ * attributes become the kernel's struct stat and FUSE entries here
+ * (node_stat(), node_entry()).
  *
- * nodes_lock protects the hash chains, the counts and those attributes; it
- * is a leaf and never held across a wait.
+ * It never calls the server and never waits.  fs->nodes_lock protects the
+ * hash chains, the counts and those attributes; it is a leaf and never held
+ * across a wait.
  */
 #include "fusefs_i.h"
 
-#include <inttypes.h>
-#include <stdio.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sysmacros.h>
 
 static unsigned fh_hash(const struct nc_fh *fh)
 {
@@ -38,11 +41,7 @@ static void node_init(struct node *n, const struct nc_fh *fh, mode_t type)
 {
 	n->fh = *fh;
 	n->type = type;
-	task_mutex_init(&n->wlock);
-	task_mutex_init(&n->clock);
-	task_cond_init(&n->wcond);
-	n->dirty = NULL;
-	n->dirty_tail = &n->dirty;
+	wb_node_init(&n->wb);
 }
 
 void nodes_init(struct intrfs *fs)
@@ -56,21 +55,10 @@ void nodes_init(struct intrfs *fs)
 
 static void node_free(struct node *n)
 {
-	if (n->dirty_bytes)
-		fprintf(stderr,
-			"intrfs: %zu uncommitted bytes of file %" PRIu64
-			" dropped with its last reference\n",
-			n->dirty_bytes, n->fileid);
-	for (struct extent *e = n->dirty, *next; e; e = next) {
-		next = e->next;
-		buf_free(e);
-	}
+	wb_node_destroy(&n->wb, n->fileid);
 	access_drop(n);
 	free(n->dname);
 	free(n->silly_name);
-	task_mutex_destroy(&n->wlock);
-	task_mutex_destroy(&n->clock);
-	task_cond_destroy(&n->wcond);
 	free(n);
 }
 
@@ -251,4 +239,64 @@ void nodes_foreach(struct intrfs *fs, void (*fn)(struct node *n, void *arg),
 		for (struct node *n = fs->nodes[i]; n; n = n->hnext)
 			fn(n, arg);
 	pthread_mutex_unlock(&fs->nodes_lock);
+}
+
+/* Attributes and entries, as the kernel gets them. */
+
+static void attr_to_stat(const struct nc_attr *a, struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_ino = a->fileid;
+	st->st_mode = a->mode;
+	st->st_nlink = a->nlink;
+	st->st_uid = a->uid;
+	st->st_gid = a->gid;
+	st->st_size = (off_t)a->size;
+	st->st_blocks = (blkcnt_t)((a->used + 511) / 512);
+	st->st_blksize = 65536;
+	st->st_rdev = makedev(a->rdev_major, a->rdev_minor);
+	st->st_atim = a->atime;
+	st->st_mtim = a->mtime;
+	st->st_ctim = a->ctime;
+}
+
+double attr_timeout(const struct intrfs *fs, mode_t mode)
+{
+	return S_ISDIR(mode) ? fs->o.acdirmin : fs->o.acregmin;
+}
+
+void node_stat(struct intrfs *fs, struct node *n, const struct nc_attr *a,
+	       struct stat *st)
+{
+	bool silly;
+
+	if (node_saw_attr(fs, n, a))
+		entries_revoke(fs, n);
+	attr_to_stat(a, st);
+	pthread_mutex_lock(&fs->nodes_lock);
+	silly = n->silly_name != NULL;
+	pthread_mutex_unlock(&fs->nodes_lock);
+	/* Unlinked while open: its hidden name is not a link to count. */
+	if (silly && st->st_nlink > 0)
+		st->st_nlink--;
+}
+
+int node_entry(struct intrfs *fs, struct node *parent, const char *name,
+	       const struct nc_entry *e, struct fuse_entry_param *out)
+{
+	struct node *n;
+
+	if (!e->has_fh || !e->has_attr)
+		return -EIO;
+	n = node_lookup(fs, &e->fh, &e->attr);
+	if (!n)
+		return -ENOMEM;
+	memset(out, 0, sizeof(*out));
+	out->ino = n->ino;
+	node_stat(fs, n, &e->attr, &out->attr);
+	out->attr_timeout = attr_timeout(fs, e->attr.mode);
+	out->entry_timeout = entry_timeout(fs, parent, name, false);
+	if (S_ISDIR(e->attr.mode) && fs->o.allow_other)
+		node_set_dname(fs, n, parent->ino, name);
+	return 0;
 }

@@ -5,7 +5,8 @@
  * /dev/fuse.  The kernel takes the parent directory's lock for it, which
  * the request being answered may hold: so never from a request's path.
  *
- * notify_lock is a leaf: it protects the queue and notify_stop.
+ * fs->notify.lock is a leaf: it protects the queue and the stop flag, and
+ * the notifier drops it before it writes to /dev/fuse.
  */
 #include "fusefs_i.h"
 
@@ -24,18 +25,18 @@ static void *notifier_main(void *arg)
 {
 	struct intrfs *fs = arg;
 
-	pthread_mutex_lock(&fs->notify_lock);
+	pthread_mutex_lock(&fs->notify.lock);
 	for (;;) {
 		struct notify_item *it;
 		int rc;
 
-		while (!fs->notify_head && !fs->notify_stop)
-			pthread_cond_wait(&fs->notify_cond, &fs->notify_lock);
-		it = fs->notify_head;
+		while (!fs->notify.head && !fs->notify.stop)
+			pthread_cond_wait(&fs->notify.cond, &fs->notify.lock);
+		it = fs->notify.head;
 		if (!it)
 			break;
-		fs->notify_head = it->next;
-		pthread_mutex_unlock(&fs->notify_lock);
+		fs->notify.head = it->next;
+		pthread_mutex_unlock(&fs->notify.lock);
 		rc = fuse_lowlevel_notify_inval_entry(
 			fs->se, it->parent, it->name, strlen(it->name));
 		/*
@@ -49,37 +50,37 @@ static void *notifier_main(void *arg)
 				"%s\n",
 				it->name, strerror(-rc));
 		free(it);
-		pthread_mutex_lock(&fs->notify_lock);
+		pthread_mutex_lock(&fs->notify.lock);
 	}
-	pthread_mutex_unlock(&fs->notify_lock);
+	pthread_mutex_unlock(&fs->notify.lock);
 	return NULL;
 }
 
 int notify_start(struct intrfs *fs)
 {
-	pthread_mutex_init(&fs->notify_lock, NULL);
-	pthread_cond_init(&fs->notify_cond, NULL);
-	fs->notify_head = NULL;
-	fs->notify_stop = false;
-	return -pthread_create(&fs->notifier, NULL, notifier_main, fs);
+	pthread_mutex_init(&fs->notify.lock, NULL);
+	pthread_cond_init(&fs->notify.cond, NULL);
+	fs->notify.head = NULL;
+	fs->notify.stop = false;
+	return -pthread_create(&fs->notify.thread, NULL, notifier_main, fs);
 }
 
 void notify_stop(struct intrfs *fs)
 {
-	pthread_mutex_lock(&fs->notify_lock);
-	fs->notify_stop = true;
+	pthread_mutex_lock(&fs->notify.lock);
+	fs->notify.stop = true;
 	/* What is queued no longer matters: the mount is gone. */
-	while (fs->notify_head) {
-		struct notify_item *next = fs->notify_head->next;
+	while (fs->notify.head) {
+		struct notify_item *next = fs->notify.head->next;
 
-		free(fs->notify_head);
-		fs->notify_head = next;
+		free(fs->notify.head);
+		fs->notify.head = next;
 	}
-	pthread_cond_signal(&fs->notify_cond);
-	pthread_mutex_unlock(&fs->notify_lock);
-	pthread_join(fs->notifier, NULL);
-	pthread_cond_destroy(&fs->notify_cond);
-	pthread_mutex_destroy(&fs->notify_lock);
+	pthread_cond_signal(&fs->notify.cond);
+	pthread_mutex_unlock(&fs->notify.lock);
+	pthread_join(fs->notify.thread, NULL);
+	pthread_cond_destroy(&fs->notify.cond);
+	pthread_mutex_destroy(&fs->notify.lock);
 }
 
 void notify_inval_entry(struct intrfs *fs, fuse_ino_t parent, const char *name)
@@ -97,15 +98,15 @@ void notify_inval_entry(struct intrfs *fs, fuse_ino_t parent, const char *name)
 	it->next = NULL;
 	it->parent = parent;
 	memcpy(it->name, name, len + 1);
-	pthread_mutex_lock(&fs->notify_lock);
-	if (fs->notify_stop) {
-		pthread_mutex_unlock(&fs->notify_lock);
+	pthread_mutex_lock(&fs->notify.lock);
+	if (fs->notify.stop) {
+		pthread_mutex_unlock(&fs->notify.lock);
 		free(it);
 		return;
 	}
-	for (p = &fs->notify_head; *p; p = &(*p)->next)
+	for (p = &fs->notify.head; *p; p = &(*p)->next)
 		;
 	*p = it;
-	pthread_cond_signal(&fs->notify_cond);
-	pthread_mutex_unlock(&fs->notify_lock);
+	pthread_cond_signal(&fs->notify.cond);
+	pthread_mutex_unlock(&fs->notify.lock);
 }

@@ -15,9 +15,11 @@
  * removes what it left; an unmount removes what a failed removal left.
  * Both log what they could not remove.
  *
- * The node fields (silly_name, silly_dir, silly_cred) are protected by
- * fs->nodes_lock; the journal by an flock() on it, as several daemons may
- * share it.
+ * It never holds a lock across a call to the server or a journal edit.
+ * The node fields (silly_name, silly_dir, silly_cred) and the list of names
+ * left (fs->silly.left) are protected by fs->nodes_lock, a leaf; the
+ * journal by an flock() on it, taken with no lock held, as several daemons
+ * may share it.
  */
 #include "fusefs_i.h"
 
@@ -98,9 +100,9 @@ static int journal_edit(struct intrfs *fs, const char *add, const char *del)
 	size_t len = 0, olen = 0;
 	int fd, rc = 0;
 
-	if (!fs->silly_journal)
+	if (!fs->silly.journal)
 		return -ENOENT;
-	fd = open(fs->silly_journal, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	fd = open(fs->silly.journal, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
 	if (flock(fd, LOCK_EX) < 0 || fstat(fd, &st) < 0) {
@@ -151,11 +153,11 @@ static void journal_note(struct intrfs *fs, const struct nc_cred *cr,
 
 	journal_line(line, sizeof(line), getpid(), cr, dir, name);
 	rc = journal_edit(fs, add ? line : NULL, add ? NULL : line);
-	if (rc && add && fs->silly_journal)
+	if (rc && add && fs->silly.journal)
 		fprintf(stderr,
 			"intrfs: cannot note %s in %s (%s): if intrfs dies "
 			"before the file is closed, the name stays\n",
-			name, fs->silly_journal, strerror(-rc));
+			name, fs->silly.journal, strerror(-rc));
 }
 
 /* Renaming. */
@@ -179,7 +181,8 @@ static int silly_move(struct job *j, struct node *dir, const char *name,
 	int rc = -EBUSY;
 
 	for (unsigned i = 0; i < SILLY_TRIES; i++) {
-		unsigned seq = atomic_fetch_add_explicit(&fs->silly_seq, 1,
+		/* relaxed: only uniqueness matters; LOOKUP checks the name. */
+		unsigned seq = atomic_fetch_add_explicit(&fs->silly.seq, 1,
 							 memory_order_relaxed);
 
 		snprintf(sname, sizeof(sname), ".nfs%016" PRIx64 "%08x",
@@ -265,9 +268,14 @@ int silly_rename_target(struct job *j, struct node *from_dir,
 
 	if (!atomic_load_explicit(&fs->open_files, memory_order_relaxed))
 		return 0;
-	/* An error here is the RENAME's to report. */
-	if (nc_lookup(fs->nc, &j->cred, &to_dir->fh, to_name, &to) ||
-	    !to.has_fh)
+	/*
+	 * An error of these LOOKUPs is the RENAME's to report, but for an
+	 * interruption, which ends the request here.
+	 */
+	rc = nc_lookup(fs->nc, &j->cred, &to_dir->fh, to_name, &to);
+	if (rc == -EINTR)
+		return rc;
+	if (rc || !to.has_fh)
 		return 0;
 	n = node_find_pin(fs, &to.fh);
 	if (!n)
@@ -276,14 +284,16 @@ int silly_rename_target(struct job *j, struct node *from_dir,
 	open = is_regular_open(n) && !n->silly_name;
 	pthread_mutex_unlock(&fs->nodes_lock);
 	rc = 0;
-	/* Two names of one file: the rename does nothing, nothing to hide. */
-	if (open &&
-	    nc_lookup(fs->nc, &j->cred, &from_dir->fh, from_name, &from) == 0 &&
-	    from.has_fh && from.fh.len == to.fh.len &&
-	    memcmp(from.fh.data, to.fh.data, to.fh.len) == 0)
-		open = false;
-	if (open)
-		rc = silly_move(j, to_dir, to_name, n);
+	if (open) {
+		rc = nc_lookup(fs->nc, &j->cred, &from_dir->fh, from_name,
+			       &from);
+		/* Two names of one file: the rename does nothing to hide. */
+		if (rc == 0 && from.has_fh && from.fh.len == to.fh.len &&
+		    memcmp(from.fh.data, to.fh.data, to.fh.len) == 0)
+			open = false;
+	}
+	if (rc != -EINTR)
+		rc = open ? silly_move(j, to_dir, to_name, n) : 0;
 	node_unpin(fs, n);
 	return rc;
 }
@@ -315,8 +325,8 @@ void silly_remove(struct job *j, struct node *n, char *name)
 			l->cr = cr;
 			snprintf(l->name, sizeof(l->name), "%s", name);
 			pthread_mutex_lock(&fs->nodes_lock);
-			l->next = fs->silly_left;
-			fs->silly_left = l;
+			l->next = fs->silly.left;
+			fs->silly.left = l;
 			pthread_mutex_unlock(&fs->nodes_lock);
 		}
 	}
@@ -362,7 +372,7 @@ static void journal_path(struct intrfs *fs)
 	for (const char *s = server; *s && n < sizeof(path) - 1; s++)
 		path[n++] = (*s == '/' || *s == ' ') ? '_' : *s;
 	path[n] = '\0';
-	fs->silly_journal = strdup(path);
+	fs->silly.journal = strdup(path);
 }
 
 /* The journal's lines, read whole: it is rewritten as they are handled. */
@@ -396,8 +406,11 @@ static char *journal_read(const char *path)
 	return buf;
 }
 
-/* One journal line: removes the name when its daemon is gone. */
-static int recover_one(struct intrfs *fs, const char *line)
+/*
+ * One journal line: removes the name when its daemon is gone.  True when
+ * it removed it.
+ */
+static bool recover_one(struct intrfs *fs, const char *line)
 {
 	char hex[2 * NC_FHSIZE + 2], name[SILLY_NAME_MAX], copy[LINE_MAX_LEN];
 	struct nc_cred cr = { 0 };
@@ -409,10 +422,10 @@ static int recover_one(struct intrfs *fs, const char *line)
 		   name) != 5 ||
 	    !fh_unhex(hex, &dir) || strncmp(name, ".nfs", 4) != 0) {
 		journal_edit(fs, NULL, copy); /* not a line of ours */
-		return 0;
+		return false;
 	}
 	if (daemon_alive(pid))
-		return 0;
+		return false;
 	rc = nc_remove(fs->nc, &cr, &dir, name);
 	if (rc == 0 || rc == -ENOENT || rc == -ESTALE) {
 		journal_edit(fs, NULL, copy);
@@ -422,7 +435,7 @@ static int recover_one(struct intrfs *fs, const char *line)
 		"intrfs: could not remove %s, left by an intrfs that died "
 		"with it open: %s (tried again at the next mount)\n",
 		name, strerror(-rc));
-	return 0;
+	return false;
 }
 
 void silly_recover(struct intrfs *fs)
@@ -433,9 +446,9 @@ void silly_recover(struct intrfs *fs)
 	task_t *t;
 
 	journal_path(fs);
-	if (!fs->silly_journal)
+	if (!fs->silly.journal)
 		return;
-	buf = journal_read(fs->silly_journal);
+	buf = journal_read(fs->silly.journal);
 	if (!buf)
 		return;
 	t = task_create(&attr);
@@ -446,7 +459,7 @@ void silly_recover(struct intrfs *fs)
 	task_enter(t);
 	for (line = strtok_r(buf, "\n", &save); line;
 	     line = strtok_r(NULL, "\n", &save))
-		removed += (unsigned)recover_one(fs, line);
+		removed += recover_one(fs, line);
 	task_leave(t);
 	task_put(t);
 	free(buf);
@@ -485,10 +498,10 @@ void silly_cleanup(struct intrfs *fs, bool server_answers)
 
 	nodes_foreach(fs, collect, &list);
 	pthread_mutex_lock(&fs->nodes_lock);
-	while (fs->silly_left) {
-		struct silly_left *l = fs->silly_left;
+	while (fs->silly.left) {
+		struct silly_left *l = fs->silly.left;
 
-		fs->silly_left = l->next;
+		fs->silly.left = l->next;
 		l->next = list;
 		list = l;
 	}
