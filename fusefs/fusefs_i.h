@@ -276,6 +276,13 @@ struct job {
 	bool wfatal;
 
 	fuse_ino_t ino, ino2;
+	/*
+	 * The nodes of ino and ino2, pinned from job_submit() to the job's
+	 * end: the kernel holds its inodes only until the request is
+	 * answered, and the interrupt path may answer EINTR while the worker
+	 * still uses them.
+	 */
+	struct node *pinned[2];
 	struct fuse_file_info fi;
 	bool has_fi;
 	char *name, *name2; /* copied */
@@ -335,6 +342,8 @@ struct node *node_lookup(struct intrfs *fs, const struct nc_fh *fh,
 void node_forget(struct intrfs *fs, fuse_ino_t ino, uint64_t n);
 /* The node of fh if there is one, pinned (node_unpin()); NULL if not. */
 struct node *node_find_pin(struct intrfs *fs, const struct nc_fh *fh);
+/* Keeps n alive until node_unpin(), whatever FORGETs come meanwhile. */
+void node_pin(struct intrfs *fs, struct node *n);
 void node_unpin(struct intrfs *fs, struct node *n);
 /* A file handle opened and released on n. */
 void node_open(struct intrfs *fs, struct node *n);

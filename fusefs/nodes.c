@@ -154,6 +154,13 @@ struct node *node_find_pin(struct intrfs *fs, const struct nc_fh *fh)
 	return n;
 }
 
+void node_pin(struct intrfs *fs, struct node *n)
+{
+	pthread_mutex_lock(&fs->nodes_lock);
+	n->pins++;
+	pthread_mutex_unlock(&fs->nodes_lock);
+}
+
 void node_unpin(struct intrfs *fs, struct node *n)
 {
 	bool gone;

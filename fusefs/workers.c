@@ -65,6 +65,9 @@ struct job *job_new(struct intrfs *fs, fuse_req_t req, const char *op,
 
 static void job_free(struct job *j)
 {
+	for (size_t i = 0; i < sizeof(j->pinned) / sizeof(j->pinned[0]); i++)
+		if (j->pinned[i])
+			node_unpin(j->fs, j->pinned[i]);
 	task_put(j->task);
 	free(j->name);
 	free(j->name2);
@@ -224,6 +227,14 @@ void job_submit(struct job *j)
 	struct intrfs *fs = j->fs;
 	struct worker_pool *p = &fs->pool;
 
+	if (j->ino) {
+		j->pinned[0] = node_of(fs, j->ino);
+		node_pin(fs, j->pinned[0]);
+	}
+	if (j->ino2) {
+		j->pinned[1] = node_of(fs, j->ino2);
+		node_pin(fs, j->pinned[1]);
+	}
 	intr_watch(j);
 	pthread_mutex_lock(&p->lock);
 	j->qnext = NULL;
