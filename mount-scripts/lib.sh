@@ -1,6 +1,8 @@
 # shellcheck shell=bash
 # lib.sh: what the scripts in mount-scripts/ share, sourced by each of them
 # relative to its own path:  . "${BASH_SOURCE[0]%/*}/lib.sh"
+# (and by tests/run, tests/bench/run and the install test, for the
+# messages).
 #
 # It owns the messages (die, warn, say, prefixed with the script's name),
 # the pid checks (is a pid alive, is it the process we started: its own
@@ -15,8 +17,9 @@
 # the only lock; take it through with_registry_lock and call nothing that
 # takes it again.
 
-# The script's name, for messages.
-PROG=${0##*/}
+# The script's name, for messages; a script may set PROG before sourcing
+# (tests/run and tests/bench/run would both be "run").
+PROG=${PROG:-${0##*/}}
 readonly PROG
 readonly REGISTRY_DIR=${INTRFS_REGISTRY_DIR:-/tmp/intrfs-servers}
 
@@ -29,6 +32,13 @@ die() {
 
 warn() {
     printf '%s: warning: %s\n' "$PROG" "$*" >&2
+}
+
+# A bad argument: says so, then how to call (the script's usage()), exit 2.
+usage_error() {
+    printf '%s: error: %s\n' "$PROG" "$*" >&2
+    usage >&2
+    exit 2
 }
 
 # On stdout, unless the script set quiet=true.
