@@ -224,12 +224,9 @@ static struct fconn *conn_by_id(struct fake_rpc *f, unsigned id)
 	return NULL;
 }
 
-static bool_t xdr_echo(XDR *xdrs, void *p)
+bool_t fake_xdr_blob(XDR *xdrs, void *blob)
 {
-	struct {
-		char *val;
-		u_int len;
-	} *b = p;
+	struct fake_blob *b = blob;
 
 	return xdr_bytes(xdrs, &b->val, &b->len, ~0u);
 }
@@ -272,10 +269,7 @@ static void handle_call(struct fake_rpc *f, struct fconn *c, unsigned char *msg,
 			size_t len)
 {
 	char cred[MAX_AUTH_BYTES], verf[MAX_AUTH_BYTES];
-	struct {
-		char *val;
-		u_int len;
-	} body = { NULL, 0 };
+	struct fake_blob body = { NULL, 0 };
 	struct fake_seen s = { 0 };
 	unsigned char *rec;
 	struct rpc_msg m;
@@ -288,7 +282,7 @@ static void handle_call(struct fake_rpc *f, struct fconn *c, unsigned char *msg,
 	xdrmem_create(&x, (char *)msg, (u_int)len, XDR_DECODE);
 	if (!xdr_callmsg(&x, &m) || m.rm_direction != CALL)
 		return;
-	if (m.rm_call.cb_proc != FAKE_NULL && !xdr_echo(&x, &body))
+	if (m.rm_call.cb_proc != FAKE_NULL && !fake_xdr_blob(&x, &body))
 		return;
 	s.xid = m.rm_xid;
 	s.proc = (uint32_t)m.rm_call.cb_proc;
@@ -326,7 +320,8 @@ static void handle_call(struct fake_rpc *f, struct fconn *c, unsigned char *msg,
 		free(rec);
 	}
 	if (s.proc == FAKE_ECHO)
-		rlen = build_reply(s.xid, FAKE_XDRPROC(xdr_echo), &body, &rec);
+		rlen = build_reply(s.xid, FAKE_XDRPROC(fake_xdr_blob), &body,
+				   &rec);
 	else
 		rlen = build_reply(s.xid, FAKE_XDRPROC(xdr_void), NULL, &rec);
 	answer(f, c, rec, rlen);

@@ -8,6 +8,7 @@
 #ifndef INTRFS_FAKE_RPC_H
 #define INTRFS_FAKE_RPC_H
 
+#include <rpc/rpc.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -33,6 +34,14 @@ struct fake_seen {
 	uint16_t peer_port; /* the client's source port on that connection */
 	uint32_t len; /* argument bytes (ECHO, SINK) */
 };
+
+/* ECHO's and SINK's argument (and ECHO's result): XDR opaque<>. */
+struct fake_blob {
+	char *val;
+	u_int len;
+};
+
+bool_t fake_xdr_blob(XDR *xdrs, void *blob);
 
 struct fake_rpc;
 

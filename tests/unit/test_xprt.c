@@ -17,18 +17,6 @@
 #include <semaphore.h>
 #include <unistd.h>
 
-struct blob {
-	char *val;
-	u_int len;
-};
-
-static bool_t xdr_blob(XDR *xdrs, void *p)
-{
-	struct blob *b = p;
-
-	return xdr_bytes(xdrs, &b->val, &b->len, ~0u);
-}
-
 static struct nc_opts opts_of(enum nc_timeo_mode tm, enum nc_intr_mode im,
 			      unsigned timeo, unsigned retrans)
 {
@@ -81,19 +69,20 @@ static void leave_task(task_t *t)
 }
 
 /* An ECHO call of in, its reply into out. */
-static struct nc__rpc echo_rpc(struct blob *in, struct blob *out)
+static struct nc__rpc echo_rpc(struct fake_blob *in, struct fake_blob *out)
 {
 	return (struct nc__rpc){ .proc = FAKE_ECHO,
-				 .xargs = NC__XDRPROC(xdr_blob),
+				 .xargs = NC__XDRPROC(fake_xdr_blob),
 				 .argp = in,
-				 .xres = NC__XDRPROC(xdr_blob),
+				 .xres = NC__XDRPROC(fake_xdr_blob),
 				 .resp = out };
 }
 
 /* An ECHO of len bytes; checks the bytes that come back. */
 static int echo(struct nc__xprt *x, size_t len)
 {
-	struct blob in = { malloc(len + 1), (u_int)len }, out = { NULL, 0 };
+	struct fake_blob in = { malloc(len + 1), (u_int)len },
+			 out = { NULL, 0 };
 	struct nc__rpc r = echo_rpc(&in, &out);
 	int rc;
 
@@ -104,7 +93,7 @@ static int echo(struct nc__xprt *x, size_t len)
 		ASSERT_EQ(out.len, len);
 		ASSERT_MEM_EQ(in.val, out.val, len);
 	}
-	xdr_free(NC__XDRPROC(xdr_blob), &out);
+	xdr_free(NC__XDRPROC(fake_xdr_blob), &out);
 	free(in.val);
 	return rc;
 }
@@ -155,7 +144,7 @@ TEST_IMPL(xprt_tail_sizes)
 	for (size_t i = 0; i < NC_MAX_IO; i++)
 		data[i] = (char)(i * 13 + 1);
 	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
-		struct blob in = { NULL, 0 }, out = { NULL, 0 };
+		struct fake_blob in = { NULL, 0 }, out = { NULL, 0 };
 		struct nc__rpc r = echo_rpc(&in, &out);
 
 		r.tail = data;
@@ -163,7 +152,7 @@ TEST_IMPL(xprt_tail_sizes)
 		ASSERT_EQ(nc__xprt_call(x, &r), 0);
 		ASSERT_EQ(out.len, sizes[i]);
 		ASSERT_MEM_EQ(out.val, data, sizes[i]);
-		xdr_free(NC__XDRPROC(xdr_blob), &out);
+		xdr_free(NC__XDRPROC(fake_xdr_blob), &out);
 	}
 	/* Then an ordinary call: the stream is still in step. */
 	ASSERT_EQ(echo(x, 3), 0);
@@ -182,7 +171,7 @@ TEST_IMPL(xprt_batch_in_flight)
 	struct nc__xstats st = { 0 };
 	task_t *t = enter_task(REGION_POLICY_REGION);
 	struct nc__xprt *x = make_xprt(fake_rpc_port(f), &o, &st);
-	struct blob in[32], out[32];
+	struct fake_blob in[32], out[32];
 	struct nc__rpc r[32];
 	uint64_t t0;
 
@@ -202,7 +191,7 @@ TEST_IMPL(xprt_batch_in_flight)
 		ASSERT_EQ(r[i].rc, 0);
 		ASSERT_EQ(out[i].len, 8);
 		ASSERT_EQ(out[i].val[7], (char)i); /* each got its own reply */
-		xdr_free(NC__XDRPROC(xdr_blob), &out[i]);
+		xdr_free(NC__XDRPROC(fake_xdr_blob), &out[i]);
 		free(in[i].val);
 	}
 	nc__xprt_destroy(x);
@@ -238,7 +227,7 @@ TEST_IMPL(xprt_batch_notify_sent)
 	struct nc__xprt *x = make_xprt(fake_rpc_port(f), &o, &st);
 	struct sent_seen seen = { 0 };
 	struct nc_sent_notify sent = { on_sent, &seen };
-	struct blob in[4], out[4];
+	struct fake_blob in[4], out[4];
 	struct nc__rpc r[4];
 	uint64_t t0, took;
 
@@ -258,7 +247,7 @@ TEST_IMPL(xprt_batch_notify_sent)
 	ASSERT_GE(took, 300000000u);
 	for (unsigned i = 0; i < 4; i++) {
 		ASSERT_EQ(out[i].len, in[i].len);
-		xdr_free(NC__XDRPROC(xdr_blob), &out[i]);
+		xdr_free(NC__XDRPROC(fake_xdr_blob), &out[i]);
 	}
 	nc__xprt_destroy(x);
 	fake_rpc_stop(f);
@@ -613,9 +602,9 @@ struct sender {
 static void *sender_main(void *arg)
 {
 	struct sender *s = arg;
-	struct blob in = { calloc(1, BIG_SEND), BIG_SEND };
+	struct fake_blob in = { calloc(1, BIG_SEND), BIG_SEND };
 	struct nc__rpc r = { .proc = FAKE_SINK,
-			     .xargs = NC__XDRPROC(xdr_blob),
+			     .xargs = NC__XDRPROC(fake_xdr_blob),
 			     .argp = &in,
 			     .xres = NC__XDRPROC(xdr_void) };
 
