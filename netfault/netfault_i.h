@@ -1,0 +1,148 @@
+/*
+ * Private to netfault, the RPC-aware fault proxy: the interfaces between its
+ * three rooms.
+ *
+ *   rpc.c    ONC RPC on a TCP stream (RFC 5531): record marking reassembled
+ *            incrementally with bounded memory, call and reply headers
+ *            decoded, replies matched to calls by XID, procedure names for
+ *            NFSv3, MOUNT3, rpcbind and NLM.  Pure: no I/O, no clock, no
+ *            libuv, no global state.
+ *   rule.c   the rule language: a rule's text to struct nf_rule (with the
+ *            position of a mistake), whether a message matches a rule now
+ *            (target, Nth, count, probability with a seed, time window,
+ *            schedule), and a rule back to text.  Pure but for the state
+ *            each rule keeps (its counters, its random stream).
+ *   proxy.c  the proxy on libuv's loop: listeners, connection pairs, the
+ *            faults applied to records and streams, the control socket.
+ *   main.c   netfault's command line; ctl.c: netfault-ctl.
+ *
+ * Everything runs on the one libuv loop thread: nothing here locks.  No
+ * room above rpc.c ever reads a byte of a record that rpc.c did not bound.
+ */
+#ifndef NETFAULT_I_H
+#define NETFAULT_I_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- rpc.c ------------------------------------------------------------ */
+
+/* Which way a record travels through the proxy. */
+enum nf_dir {
+	NF_CALL, /* client to server */
+	NF_REPLY, /* server to client */
+};
+
+/* The largest record reassembled (a 1 MiB WRITE or READ and its header). */
+#define NF_RECORD_MAX ((1u << 20) + 4096u)
+
+/* What the header of one record says; unknown fields are 0. */
+struct nf_msg {
+	enum nf_dir dir;
+	bool rpc; /* the header decoded as an RPC call or reply */
+	uint32_t xid;
+	/* Calls: from the header; replies: from the call of the same XID. */
+	uint32_t prog, vers, proc;
+	bool matched; /* a reply whose call was seen */
+	uint32_t len; /* the record's length, marks excluded */
+	uint32_t hdr_len; /* bytes of RPC header before the procedure's body */
+	unsigned frags; /* fragments the record came in */
+};
+
+/*
+ * One direction of one connection: bytes in, whole records out.  A record
+ * longer than NF_RECORD_MAX, or a mark that says 0 bytes and not last, is
+ * a protocol error: nf_stream_feed() returns -EPROTO and the caller stops
+ * parsing that stream (it may still pass its bytes on unparsed).
+ */
+struct nf_stream;
+
+struct nf_stream *nf_stream_new(enum nf_dir dir);
+void nf_stream_free(struct nf_stream *s);
+
+/*
+ * Feeds len bytes.  For each record completed, calls fn with the record's
+ * bytes as they were on the wire (marks included: wire, wire_len), its
+ * header (msg) and arg; fn's non-zero return stops the feed and is
+ * returned.  Bytes of an incomplete record are kept (at most
+ * NF_RECORD_MAX + marks).  Returns 0, fn's return, or -EPROTO.
+ */
+int nf_stream_feed(struct nf_stream *s, const void *buf, size_t len,
+		   int (*fn)(const uint8_t *wire, size_t wire_len,
+			     const struct nf_msg *msg, void *arg),
+		   void *arg);
+
+/*
+ * Calls seen and not yet answered, shared by both directions of a
+ * connection: a call's (prog, vers, proc) noted by XID, looked up and
+ * forgotten by its reply.  Bounded: the oldest entries go first.
+ */
+struct nf_xids;
+struct nf_xids *nf_xids_new(unsigned max);
+void nf_xids_free(struct nf_xids *x);
+/* Connects the two streams of a connection to one XID table. */
+void nf_stream_set_xids(struct nf_stream *s, struct nf_xids *x);
+
+/*
+ * Decodes the header of one record's body (marks removed) into msg;
+ * false when it is not an RPC call or reply.  Used by nf_stream_feed and
+ * by the fuzzer.
+ */
+bool nf_rpc_decode(const uint8_t *body, size_t len, enum nf_dir dir,
+		   struct nf_msg *msg);
+
+/* Program and procedure names: "NFS", "WRITE"; NULL when unknown. */
+const char *nf_prog_name(uint32_t prog);
+const char *nf_proc_name(uint32_t prog, uint32_t vers, uint32_t proc);
+/* By name, case-insensitive: 0 and *prog, *proc set, or -ENOENT.  A
+ * procedure name alone is looked up in NFSv3 first, then MOUNT3. */
+int nf_proc_lookup(const char *name, uint32_t *prog, uint32_t *proc);
+
+/* ---- rule.c ----------------------------------------------------------- */
+
+enum nf_fault {
+	NF_DELAY, /* ms [jitter_ms] */
+	NF_STALL, /* stop reading the sending side */
+	NF_THROTTLE, /* KiB/s */
+	NF_DROP, /* the record is not forwarded */
+	NF_DUPLICATE, /* the record is forwarded twice */
+	NF_REORDER, /* held until n later records passed */
+	NF_RESET, /* RST both sides; after_bytes: mid-record */
+	NF_SLICE, /* forwarded in pieces of n bytes */
+	NF_CORRUPT, /* flip bytes of the body (or the header) */
+	NF_BLACKHOLE, /* accept, never answer */
+	NF_REFUSE, /* stop accepting connections */
+	NF_CLOSE_AFTER, /* close after n bytes */
+};
+
+struct nf_rule; /* opaque; see rule.c for its grammar */
+
+/*
+ * Parses one rule.  Returns 0, or -EINVAL with a message in err that
+ * quotes the rule and points at the offending token (column from 1).
+ */
+int nf_rule_parse(const char *text, struct nf_rule **out, char *err,
+		  size_t errlen);
+void nf_rule_free(struct nf_rule *r);
+/* The rule in canonical text form (for list and logs). */
+void nf_rule_format(const struct nf_rule *r, char *buf, size_t len);
+
+enum nf_fault nf_rule_fault(const struct nf_rule *r);
+/* The fault's parameters: delay ms, jitter ms, KiB/s, n, bytes... */
+uint64_t nf_rule_arg(const struct nf_rule *r, unsigned i);
+bool nf_rule_header(const struct nf_rule *r); /* corrupt the header */
+
+/*
+ * Whether the record msg, seen now_ns after the proxy started, gets r's
+ * fault.  Counts the match (Nth, count, probability) only when it
+ * returns true or when the target matched; see rule.c.
+ */
+bool nf_rule_match(struct nf_rule *r, const struct nf_msg *msg,
+		   uint64_t now_ns);
+/* Stream faults (stall, throttle, blackhole, refuse) active now. */
+bool nf_rule_active(struct nf_rule *r, uint64_t now_ns);
+/* Counters for stats: records matched, faults applied. */
+uint64_t nf_rule_hits(const struct nf_rule *r);
+
+#endif
