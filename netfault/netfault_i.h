@@ -36,6 +36,14 @@ enum nf_dir {
 
 /* The largest record reassembled (a 1 MiB WRITE or READ and its header). */
 #define NF_RECORD_MAX ((1u << 20) + 4096u)
+/*
+ * The most fragments one record may come in.  Clients fragment at their
+ * send buffer's size (libtirpc: 64 KiB; Linux: never), so a legitimate
+ * record of NF_RECORD_MAX needs a few dozen; the cap bounds the marks kept.
+ */
+#define NF_FRAGS_MAX 1024u
+/* The most bytes a stream ever holds: one record and its marks. */
+#define NF_WIRE_MAX (NF_RECORD_MAX + 4u * NF_FRAGS_MAX)
 
 /* What the header of one record says; unknown fields are 0. */
 struct nf_msg {
@@ -48,46 +56,69 @@ struct nf_msg {
 	uint32_t len; /* the record's length, marks excluded */
 	uint32_t hdr_len; /* bytes of RPC header before the procedure's body */
 	unsigned frags; /* fragments the record came in */
+	/* Replies: MSG_ACCEPTED or MSG_DENIED, and the accept_stat of an
+	 * accepted one (SUCCESS, PROG_UNAVAIL...); meaningful when rpc. */
+	uint32_t reply_stat, accept_stat;
 };
 
 /*
  * One direction of one connection: bytes in, whole records out.  A record
- * longer than NF_RECORD_MAX, or a mark that says 0 bytes and not last, is
- * a protocol error: nf_stream_feed() returns -EPROTO and the caller stops
- * parsing that stream (it may still pass its bytes on unparsed).
+ * longer than NF_RECORD_MAX, one of more than NF_FRAGS_MAX fragments, or a
+ * mark that says 0 bytes and not last, is a protocol error:
+ * nf_stream_feed() returns -EPROTO, then and on every later feed, and the
+ * caller stops parsing that stream (it may still pass its bytes on
+ * unparsed).
  */
 struct nf_stream;
 
+/* NULL (errno ENOMEM) when out of memory. */
 struct nf_stream *nf_stream_new(enum nf_dir dir);
 void nf_stream_free(struct nf_stream *s);
 
 /*
  * Feeds len bytes.  For each record completed, calls fn with the record's
  * bytes as they were on the wire (marks included: wire, wire_len), its
- * header (msg) and arg; fn's non-zero return stops the feed and is
- * returned.  Bytes of an incomplete record are kept (at most
- * NF_RECORD_MAX + marks).  Returns 0, fn's return, or -EPROTO.
+ * header (msg) and arg; wire and msg are valid during the call only.  fn's
+ * non-zero return stops the feed and is returned: the stream then stands
+ * at the boundary after that record, and the rest of buf was not parsed.
+ * Bytes of an incomplete record are kept (at most NF_WIRE_MAX: the record
+ * and its marks).  Returns 0, fn's return, -EPROTO, or -ENOMEM when the
+ * record's buffer cannot grow (the stream is then broken as for -EPROTO).
  */
 int nf_stream_feed(struct nf_stream *s, const void *buf, size_t len,
 		   int (*fn)(const uint8_t *wire, size_t wire_len,
 			     const struct nf_msg *msg, void *arg),
 		   void *arg);
+/* Bytes of the incomplete record held now (marks included). */
+size_t nf_stream_buffered(const struct nf_stream *s);
 
 /*
  * Calls seen and not yet answered, shared by both directions of a
  * connection: a call's (prog, vers, proc) noted by XID, looked up and
- * forgotten by its reply.  Bounded: the oldest entries go first.
+ * forgotten by its reply.  Bounded: when max calls are unanswered, the
+ * oldest goes first.  A call sent again with the same XID (a
+ * retransmission) takes no second entry.  Lookups scan the table: keep
+ * max in the hundreds or low thousands.
  */
 struct nf_xids;
+/* NULL (errno EINVAL: max is 0; ENOMEM) on failure. */
 struct nf_xids *nf_xids_new(unsigned max);
 void nf_xids_free(struct nf_xids *x);
-/* Connects the two streams of a connection to one XID table. */
+/* Unanswered calls noted now (at most max). */
+unsigned nf_xids_count(const struct nf_xids *x);
+/*
+ * Connects the two streams of a connection to one XID table (NULL: none;
+ * replies are then never matched).  The table must outlive the streams.
+ */
 void nf_stream_set_xids(struct nf_stream *s, struct nf_xids *x);
 
 /*
  * Decodes the header of one record's body (marks removed) into msg;
- * false when it is not an RPC call or reply.  Used by nf_stream_feed and
- * by the fuzzer.
+ * false when it is not an RPC call or reply of direction dir (msg then
+ * holds dir and len only).  Sets msg's dir, rpc, xid, len (to len),
+ * hdr_len; prog, vers and proc for a call; reply_stat and accept_stat for
+ * a reply (whose prog, vers, proc and matched are left 0).  Used by
+ * nf_stream_feed and by the fuzzer.
  */
 bool nf_rpc_decode(const uint8_t *body, size_t len, enum nf_dir dir,
 		   struct nf_msg *msg);
@@ -95,8 +126,13 @@ bool nf_rpc_decode(const uint8_t *body, size_t len, enum nf_dir dir,
 /* Program and procedure names: "NFS", "WRITE"; NULL when unknown. */
 const char *nf_prog_name(uint32_t prog);
 const char *nf_proc_name(uint32_t prog, uint32_t vers, uint32_t proc);
+/* A program by name ("NFS", "MOUNT", "RPCBIND" or "PORTMAP", "NLM"),
+ * case-insensitive: 0 and *prog set, or -ENOENT. */
+int nf_prog_lookup(const char *name, uint32_t *prog);
 /* By name, case-insensitive: 0 and *prog, *proc set, or -ENOENT.  A
- * procedure name alone is looked up in NFSv3 first, then MOUNT3. */
+ * procedure name alone is looked up in NFSv3 first, then MOUNT3; any
+ * program's procedure is named PROG.PROC ("NLM.LOCK", "RPCBIND.GETADDR",
+ * "MOUNT.NULL"). */
 int nf_proc_lookup(const char *name, uint32_t *prog, uint32_t *proc);
 
 /* ---- rule.c ----------------------------------------------------------- */
