@@ -518,18 +518,28 @@ static const struct proc_name nfs3_procs[] = {
 };
 
 /* RFC 1813, section 5.2 (mount3.x); versions 1 and 2 number these alike. */
+/* clang-format off */
 static const struct proc_name mount3_procs[] = {
-	PROC(MOUNTPROC3_NULL, "NULL"),	     PROC(MOUNTPROC3_MNT, "MNT"),
-	PROC(MOUNTPROC3_DUMP, "DUMP"),	     PROC(MOUNTPROC3_UMNT, "UMNT"),
-	PROC(MOUNTPROC3_UMNTALL, "UMNTALL"), PROC(MOUNTPROC3_EXPORT, "EXPORT"),
+	PROC(MOUNTPROC3_NULL, "NULL"),
+	PROC(MOUNTPROC3_MNT, "MNT"),
+	PROC(MOUNTPROC3_DUMP, "DUMP"),
+	PROC(MOUNTPROC3_UMNT, "UMNT"),
+	PROC(MOUNTPROC3_UMNTALL, "UMNTALL"),
+	PROC(MOUNTPROC3_EXPORT, "EXPORT"),
 };
+/* clang-format on */
 
 /* Portmap, rpcbind version 2 (RFC 1833, section 3). */
+/* clang-format off */
 static const struct proc_name pmap_procs[] = {
-	PROC(PMAPPROC_NULL, "NULL"),   PROC(PMAPPROC_SET, "SET"),
-	PROC(PMAPPROC_UNSET, "UNSET"), PROC(PMAPPROC_GETPORT, "GETPORT"),
-	PROC(PMAPPROC_DUMP, "DUMP"),   PROC(PMAPPROC_CALLIT, "CALLIT"),
+	PROC(PMAPPROC_NULL, "NULL"),
+	PROC(PMAPPROC_SET, "SET"),
+	PROC(PMAPPROC_UNSET, "UNSET"),
+	PROC(PMAPPROC_GETPORT, "GETPORT"),
+	PROC(PMAPPROC_DUMP, "DUMP"),
+	PROC(PMAPPROC_CALLIT, "CALLIT"),
 };
+/* clang-format on */
 
 /*
  * rpcbind versions 3 and 4 (RFC 1833, section 2.2); the last four are
@@ -560,18 +570,30 @@ static const struct proc_name rpcb_procs[] = {
 #define NLM_PROGRAM 100021u
 #define NLM_VERS_MIN 1u
 #define NLM_VERS_MAX 4u
+/* clang-format off */
 static const struct proc_name nlm_procs[] = {
-	PROC(0, "NULL"),	 PROC(1, "TEST"),
-	PROC(2, "LOCK"),	 PROC(3, "CANCEL"),
-	PROC(4, "UNLOCK"),	 PROC(5, "GRANTED"),
-	PROC(6, "TEST_MSG"),	 PROC(7, "LOCK_MSG"),
-	PROC(8, "CANCEL_MSG"),	 PROC(9, "UNLOCK_MSG"),
-	PROC(10, "GRANTED_MSG"), PROC(11, "TEST_RES"),
-	PROC(12, "LOCK_RES"),	 PROC(13, "CANCEL_RES"),
-	PROC(14, "UNLOCK_RES"),	 PROC(15, "GRANTED_RES"),
-	PROC(20, "SHARE"),	 PROC(21, "UNSHARE"),
-	PROC(22, "NM_LOCK"),	 PROC(23, "FREE_ALL"),
+	PROC(0, "NULL"),
+	PROC(1, "TEST"),
+	PROC(2, "LOCK"),
+	PROC(3, "CANCEL"),
+	PROC(4, "UNLOCK"),
+	PROC(5, "GRANTED"),
+	PROC(6, "TEST_MSG"),
+	PROC(7, "LOCK_MSG"),
+	PROC(8, "CANCEL_MSG"),
+	PROC(9, "UNLOCK_MSG"),
+	PROC(10, "GRANTED_MSG"),
+	PROC(11, "TEST_RES"),
+	PROC(12, "LOCK_RES"),
+	PROC(13, "CANCEL_RES"),
+	PROC(14, "UNLOCK_RES"),
+	PROC(15, "GRANTED_RES"),
+	PROC(20, "SHARE"),
+	PROC(21, "UNSHARE"),
+	PROC(22, "NM_LOCK"),
+	PROC(23, "FREE_ALL"),
 };
+/* clang-format on */
 
 /* One program's procedures for a range of its versions. */
 struct prog_names {
