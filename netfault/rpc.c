@@ -381,7 +381,7 @@ static int mark_done(struct nf_stream *s)
 }
 
 /*
- * Takes up to *n bytes of the current fragment and says in *n how many.
+ * Takes up to *np bytes of the current fragment and says in *np how many.
  * The buffer grows with what arrives, not with what a mark announces.
  */
 static int frag_take(struct nf_stream *s, const uint8_t *p, size_t *np)
@@ -414,6 +414,7 @@ static int record_done(struct nf_stream *s,
 {
 	struct nf_msg msg;
 	size_t hlen = s->body_len < HDR_MAX ? s->body_len : HDR_MAX;
+	size_t wire_len = s->wire_len;
 
 	nf_rpc_decode(s->hdr, hlen, s->dir, &msg);
 	msg.len = s->body_len;
@@ -424,17 +425,14 @@ static int record_done(struct nf_stream *s,
 		else
 			xids_take(s->xids, &msg);
 	}
-	/* The record is handed out as it is, then forgotten: the buffer
-	 * stays for the next one. */
+	/* The record is forgotten before fn sees it, so that the stream
+	 * stands at the boundary whatever fn returns; the buffer stays for
+	 * the next record and is not written until the next feed. */
 	s->in_frag = false;
 	s->body_len = 0;
 	s->frags = 0;
-	{
-		size_t wire_len = s->wire_len;
-
-		s->wire_len = 0;
-		return fn(s->wire, wire_len, &msg, arg);
-	}
+	s->wire_len = 0;
+	return fn(s->wire, wire_len, &msg, arg);
 }
 
 int nf_stream_feed(struct nf_stream *s, const void *buf, size_t len,
