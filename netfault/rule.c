@@ -68,6 +68,7 @@
 #define PPB 1000000000u
 /* Durations and byte counts stay far from overflow when added. */
 #define VALUE_MAX (UINT64_MAX / 4)
+/* A rule is one line: longer text is refused before it is read. */
 #define RULE_TEXT_MAX 1024
 
 /* What the user wrote, resolved; two rules are equal when these are. */
@@ -200,10 +201,7 @@ static bool is_blank(char c)
  * Writes the message "rule 'TEXT': WHAT at column COL", then the rule and a
  * caret under the column (tabs copied so that the caret lines up).
  */
-#if defined(__GNUC__)
-__attribute__((format(printf, 3, 4)))
-#endif
-static int
+static int __attribute__((format(printf, 3, 4)))
 fail(struct parser *p, size_t col, const char *fmt, ...)
 {
 	char what[256];
@@ -765,7 +763,6 @@ int nf_rule_parse(const char *text, struct nf_rule **out, char *err,
 	if (!r)
 		return -ENOMEM;
 	r->s.prob_ppb = PPB;
-	r->s.arg[0] = 0;
 	p.s = &r->s;
 	rc = parse(&p);
 	if (rc) {
@@ -793,10 +790,7 @@ struct out {
 	size_t len, n;
 };
 
-#if defined(__GNUC__)
-__attribute__((format(printf, 2, 3)))
-#endif
-static void
+static void __attribute__((format(printf, 2, 3)))
 put(struct out *o, const char *fmt, ...)
 {
 	va_list ap;

@@ -10,6 +10,7 @@
 #include "test.h"
 
 #include "netfault_i.h"
+#include "nfs3.h"
 
 /*
  * Until rpc.c is linked into this program, the three names rule.c asks
@@ -18,8 +19,7 @@
  */
 #define TEST_NF_NAMES 1
 #if TEST_NF_NAMES
-#define T_NFS 100003u
-#define T_MOUNT 100005u
+#define T_MOUNT 100005u /* mount3.x's MOUNT_PROGRAM */
 
 static const char *const t_nfs3[] = {
 	"NULL",	  "GETATTR", "SETATTR",	 "LOOKUP", "ACCESS",  "READLINK",
@@ -33,7 +33,7 @@ static const char *const t_mount3[] = {
 
 __attribute__((weak)) const char *nf_prog_name(uint32_t prog)
 {
-	return prog == T_NFS ? "NFS" : prog == T_MOUNT ? "MOUNT" : NULL;
+	return prog == NFS_PROGRAM ? "NFS" : prog == T_MOUNT ? "MOUNT" : NULL;
 }
 
 __attribute__((weak)) const char *nf_proc_name(uint32_t prog, uint32_t vers,
@@ -41,7 +41,7 @@ __attribute__((weak)) const char *nf_proc_name(uint32_t prog, uint32_t vers,
 {
 	if (vers != 3)
 		return NULL;
-	if (prog == T_NFS && proc < ARRAY_SIZE(t_nfs3))
+	if (prog == NFS_PROGRAM && proc < ARRAY_SIZE(t_nfs3))
 		return t_nfs3[proc];
 	if (prog == T_MOUNT && proc < ARRAY_SIZE(t_mount3))
 		return t_mount3[proc];
@@ -55,7 +55,7 @@ __attribute__((weak)) int nf_proc_lookup(const char *name, uint32_t *prog,
 
 	for (i = 0; i < ARRAY_SIZE(t_nfs3); i++)
 		if (strcasecmp(name, t_nfs3[i]) == 0) {
-			*prog = T_NFS;
+			*prog = NFS_PROGRAM;
 			*proc = i;
 			return 0;
 		}
@@ -68,14 +68,6 @@ __attribute__((weak)) int nf_proc_lookup(const char *name, uint32_t *prog,
 	return -ENOENT;
 }
 #endif
-
-#define NFS 100003u
-#define MOUNT 100005u
-#define P_READ 6u
-#define P_WRITE 7u
-#define P_CREATE 8u
-#define P_COMMIT 21u
-#define P_MNT 1u
 
 #define MS 1000000ull
 #define SEC (1000ull * MS)
@@ -444,10 +436,10 @@ static struct nf_msg msg(enum nf_dir dir, uint32_t prog, uint32_t proc,
 
 TEST_IMPL(nf_rule_match_target)
 {
-	struct nf_msg wcall = msg(NF_CALL, NFS, P_WRITE, 0x10);
-	struct nf_msg wreply = msg(NF_REPLY, NFS, P_WRITE, 0x10);
-	struct nf_msg rreply = msg(NF_REPLY, NFS, P_READ, 0x11);
-	struct nf_msg mnt = msg(NF_CALL, MOUNT, P_MNT, 0x12);
+	struct nf_msg wcall = msg(NF_CALL, NFS_PROGRAM, NFSPROC3_WRITE, 0x10);
+	struct nf_msg wreply = msg(NF_REPLY, NFS_PROGRAM, NFSPROC3_WRITE, 0x10);
+	struct nf_msg rreply = msg(NF_REPLY, NFS_PROGRAM, NFSPROC3_READ, 0x11);
+	struct nf_msg mnt;
 	struct nf_msg stray = wreply; /* a reply whose call was not seen */
 	struct nf_msg junk; /* not RPC */
 	const struct {
@@ -484,6 +476,10 @@ TEST_IMPL(nf_rule_match_target)
 	};
 	size_t i;
 
+	uint32_t prog, proc;
+
+	ASSERT_EQ(nf_proc_lookup("MNT", &prog, &proc), 0);
+	mnt = msg(NF_CALL, prog, proc, 0x12);
 	memset(&junk, 0, sizeof(junk));
 	junk.dir = NF_REPLY;
 	stray.matched = false;
@@ -506,8 +502,8 @@ TEST_IMPL(nf_rule_match_target)
 static uint64_t run_writes(const char *text, unsigned n)
 {
 	struct nf_rule *r = parse_ok(text);
-	struct nf_msg w = msg(NF_CALL, NFS, P_WRITE, 1);
-	struct nf_msg rd = msg(NF_CALL, NFS, P_READ, 2);
+	struct nf_msg w = msg(NF_CALL, NFS_PROGRAM, NFSPROC3_WRITE, 1);
+	struct nf_msg rd = msg(NF_CALL, NFS_PROGRAM, NFSPROC3_READ, 2);
 	uint64_t hits = 0;
 	unsigned i;
 
@@ -549,7 +545,7 @@ TEST_IMPL(nf_rule_match_nth_count)
 static unsigned prob_hits(const char *text, unsigned n, uint8_t *seen)
 {
 	struct nf_rule *r = parse_ok(text);
-	struct nf_msg w = msg(NF_REPLY, NFS, P_WRITE, 1);
+	struct nf_msg w = msg(NF_REPLY, NFS_PROGRAM, NFSPROC3_WRITE, 1);
 	unsigned i, hits = 0;
 
 	for (i = 0; i < n; i++) {
@@ -599,7 +595,7 @@ struct at_case {
 static void check_times(const char *text, const struct at_case *c, size_t n)
 {
 	struct nf_rule *r = parse_ok(text);
-	struct nf_msg m = msg(NF_CALL, NFS, P_READ, 1);
+	struct nf_msg m = msg(NF_CALL, NFS_PROGRAM, NFSPROC3_READ, 1);
 	size_t i;
 
 	for (i = 0; i < n; i++) {
@@ -710,9 +706,9 @@ TEST_IMPL(nf_rule_after_event)
 	struct nf_rule *r =
 		parse_ok("drop dir=call proc=COMMIT after=3:WRITE:reply "
 			 "for=2s flip=500ms/500ms");
-	struct nf_msg wcall = msg(NF_CALL, NFS, P_WRITE, 1);
-	struct nf_msg wreply = msg(NF_REPLY, NFS, P_WRITE, 1);
-	struct nf_msg commit = msg(NF_CALL, NFS, P_COMMIT, 2);
+	struct nf_msg wcall = msg(NF_CALL, NFS_PROGRAM, NFSPROC3_WRITE, 1);
+	struct nf_msg wreply = msg(NF_REPLY, NFS_PROGRAM, NFSPROC3_WRITE, 1);
+	struct nf_msg commit = msg(NF_CALL, NFS_PROGRAM, NFSPROC3_COMMIT, 2);
 	struct nf_msg stray = wreply;
 	uint64_t t0 = 10 * SEC;
 
@@ -754,7 +750,7 @@ TEST_IMPL(nf_rule_after_event)
 	ASSERT(!nf_rule_active(r, 0));
 	ASSERT(!nf_rule_on_dir(r, NF_CALL));
 	ASSERT(nf_rule_on_dir(r, NF_REPLY));
-	wreply.proc = P_CREATE;
+	wreply.proc = NFSPROC3_CREATE;
 	nf_rule_observe(r, &wreply, 5 * SEC);
 	ASSERT(!nf_rule_active(r, 5 * SEC - 1));
 	ASSERT(nf_rule_active(r, 5 * SEC));
@@ -763,8 +759,8 @@ TEST_IMPL(nf_rule_after_event)
 
 	/* nth counts only the records seen once the span started. */
 	r = parse_ok("drop proc=WRITE after=1:CREATE nth=2");
-	wcall.proc = P_WRITE;
-	commit.proc = P_CREATE;
+	wcall.proc = NFSPROC3_WRITE;
+	commit.proc = NFSPROC3_CREATE;
 	ASSERT(!nf_rule_match(r, &wcall, 1));
 	ASSERT(!nf_rule_match(r, &wcall, 2));
 	ASSERT(!nf_rule_match(r, &commit, 3));
