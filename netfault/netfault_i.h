@@ -152,33 +152,71 @@ enum nf_fault {
 	NF_CLOSE_AFTER, /* close after n bytes */
 };
 
-struct nf_rule; /* opaque; see rule.c for its grammar */
+/*
+ * One rule: a fault, the records it aims at and when (rule.c's first
+ * comment has the grammar, netfault/RULES.md the examples).  Opaque; it
+ * keeps its own counters and seeded random streams.
+ */
+struct nf_rule;
+
+/* A buffer this long always holds a rule's canonical text. */
+#define NF_RULE_TEXT_MAX 512
 
 /*
- * Parses one rule.  Returns 0, or -EINVAL with a message in err that
- * quotes the rule and points at the offending token (column from 1).
+ * Parses one rule.  Returns 0, -ENOMEM, or -EINVAL with a message in err
+ * that quotes the rule, gives the column of the mistake (from 1) and marks
+ * it with a caret on a line of its own.
  */
 int nf_rule_parse(const char *text, struct nf_rule **out, char *err,
 		  size_t errlen);
 void nf_rule_free(struct nf_rule *r);
-/* The rule in canonical text form (for list and logs). */
+/* The rule in canonical text form (for list and logs); it parses back to
+ * a rule nf_rule_equal() to r.  Truncated when len is too short. */
 void nf_rule_format(const struct nf_rule *r, char *buf, size_t len);
+/* Whether two rules say the same (their counters aside). */
+bool nf_rule_equal(const struct nf_rule *a, const struct nf_rule *b);
 
 enum nf_fault nf_rule_fault(const struct nf_rule *r);
-/* The fault's parameters: delay ms, jitter ms, KiB/s, n, bytes... */
+/*
+ * The fault's numbers: i = 0: delay's ms, throttle's KiB/s, reorder's n,
+ * reset's after= bytes (0: at once), slice's bytes, corrupt's bytes=,
+ * close-after's bytes; i = 1: delay's jitter ms.  0 when not given.
+ */
 uint64_t nf_rule_arg(const struct nf_rule *r, unsigned i);
 bool nf_rule_header(const struct nf_rule *r); /* corrupt the header */
+/* Stream faults (stall, throttle, blackhole, refuse, close-after) are on
+ * or off as a whole; the others are decided record by record. */
+bool nf_rule_stream(const struct nf_rule *r);
+/* Whether r's dir= lets it act on the records going dir (no dir=: yes). */
+bool nf_rule_on_dir(const struct nf_rule *r, enum nf_dir dir);
 
 /*
+ * Every record the proxy parsed goes to every rule, in the order the
+ * records arrived, whether or not a rule before already acted on it:
+ * through nf_rule_match() for a record fault, through nf_rule_observe()
+ * for a stream fault (exactly one of the two per rule and record).  Both
+ * count the events after=N:PROC:DIR waits for.
+ */
+void nf_rule_observe(struct nf_rule *r, const struct nf_msg *msg,
+		     uint64_t now_ns);
+/*
  * Whether the record msg, seen now_ns after the proxy started, gets r's
- * fault.  Counts the match (Nth, count, probability) only when it
- * returns true or when the target matched; see rule.c.
+ * record fault.  A record counts towards nth only when its header matches
+ * the target while the schedule is active, and towards count only when it
+ * gets the fault; the probability is drawn only for a record that passed
+ * both.  Always false for a stream fault.
  */
 bool nf_rule_match(struct nf_rule *r, const struct nf_msg *msg,
 		   uint64_t now_ns);
-/* Stream faults (stall, throttle, blackhole, refuse) active now. */
-bool nf_rule_active(struct nf_rule *r, uint64_t now_ns);
-/* Counters for stats: records matched, faults applied. */
+/* Whether r's schedule (window, at/after, for, flip) is on now. */
+bool nf_rule_active(const struct nf_rule *r, uint64_t now_ns);
+/* Counters for stats: faults applied; records matched while active. */
 uint64_t nf_rule_hits(const struct nf_rule *r);
+uint64_t nf_rule_matched(const struct nf_rule *r);
+/* The next number of r's second random stream (seeded by seed=, apart
+ * from the one prob= draws from): corrupt's offsets, for example. */
+uint64_t nf_rule_random(struct nf_rule *r);
+/* A delay rule's delay for one record: ms, plus or minus up to jitter. */
+uint64_t nf_rule_delay_ms(struct nf_rule *r);
 
 #endif
