@@ -1,6 +1,6 @@
 /*
  * Private to netfault, the RPC-aware fault proxy: the interfaces between its
- * three rooms.
+ * rooms.
  *
  *   rpc.c    ONC RPC on a TCP stream (RFC 5531): record marking reassembled
  *            incrementally with bounded memory, call and reply headers
@@ -12,9 +12,12 @@
  *            (target, Nth, count, probability with a seed, time window,
  *            schedule), and a rule back to text.  Pure but for the state
  *            each rule keeps (its counters, its random stream).
+ *   ruleset.c the rules in force (ids, add, remove) and the bounded log of
+ *            faults applied.  Pure.
  *   proxy.c  the proxy on libuv's loop: listeners, connection pairs, the
- *            faults applied to records and streams, the control socket.
- *   main.c   netfault's command line; ctl.c: netfault-ctl.
+ *            faults applied to records and streams.
+ *   control.c the control socket on the same loop; ctl.c: netfault-ctl,
+ *            its client.  main.c: netfault's command line.
  *
  * Everything runs on the one libuv loop thread: nothing here locks.  No
  * room above rpc.c ever reads a byte of a record that rpc.c did not bound.
@@ -218,5 +221,78 @@ uint64_t nf_rule_matched(const struct nf_rule *r);
 uint64_t nf_rule_random(struct nf_rule *r);
 /* A delay rule's delay for one record: ms, plus or minus up to jitter. */
 uint64_t nf_rule_delay_ms(struct nf_rule *r);
+
+/* ---- ruleset.c: the rules in force, and the log of faults applied ----- */
+
+/*
+ * The rules in force, each with an id (from 1, never reused in a run), in
+ * the order they were added.  The proxy walks them for every record; the
+ * control socket adds and removes them.  A record's fault is decided when
+ * the record is parsed and copied into the record (struct nf_action): a
+ * rule removed later does not touch records already decided.
+ */
+struct nf_ruleset;
+struct nf_ruleset *nf_ruleset_new(void);
+void nf_ruleset_free(struct nf_ruleset *rs);
+/* Parses text (nf_rule_parse) and appends it; *id is its id. */
+int nf_ruleset_add(struct nf_ruleset *rs, const char *text, unsigned *id,
+		   char *err, size_t errlen);
+/* Removes rule id; -ENOENT if there is none.  id 0 removes every rule. */
+int nf_ruleset_remove(struct nf_ruleset *rs, unsigned id);
+/* The rule after prev (NULL: the first), and its id; NULL at the end. */
+struct nf_rule *nf_ruleset_next(const struct nf_ruleset *rs,
+				const struct nf_rule *prev, unsigned *id);
+unsigned nf_ruleset_count(const struct nf_ruleset *rs);
+
+/* One fault applied, for the log, `netfault-ctl events` and the tests. */
+struct nf_event {
+	uint64_t seq; /* from 1, in the order applied */
+	uint64_t at_ns; /* since the proxy started */
+	unsigned rule; /* the rule's id */
+	enum nf_fault fault;
+	unsigned conn; /* the connection pair, from 1 */
+	struct nf_msg msg; /* the record it hit (stream faults: dir only) */
+};
+
+/* The last max events, oldest dropped first. */
+struct nf_events;
+struct nf_events *nf_events_new(unsigned max);
+void nf_events_free(struct nf_events *ev);
+/* Numbers e (sets e->seq) and keeps it. */
+void nf_events_push(struct nf_events *ev, struct nf_event *e);
+/* Copies up to max events with seq > after, oldest first; returns how many. */
+size_t nf_events_since(const struct nf_events *ev, uint64_t after,
+		       struct nf_event *out, size_t max);
+
+/* ---- control.c: the control socket; ctl.c: netfault-ctl ------------- */
+
+/* The proxy's own counters, kept by proxy.c, read by the control socket. */
+struct nf_stats {
+	uint64_t conns; /* connection pairs accepted */
+	uint64_t open; /* of those, open now */
+	uint64_t bytes[2]; /* forwarded, by enum nf_dir */
+	uint64_t records[2]; /* parsed, by enum nf_dir */
+	uint64_t unparsed[2]; /* streams given up on (-EPROTO) */
+	uint64_t faults; /* events pushed */
+};
+
+/*
+ * Serves the control socket at path (a Unix socket made with mode 0600;
+ * a peer whose uid is not ours is refused) on loop.  One request per
+ * line, one JSON answer per request, sent only once the request was
+ * applied:
+ *   add RULE          {"ok":true,"id":N}  or {"ok":false,"error":"..."}
+ *   clear [ID]        {"ok":true,"removed":N}
+ *   list              {"ok":true,"rules":[{"id":N,"rule":"...","matched":N,"hits":N}]}
+ *   stats             {"ok":true,"stats":{...nf_stats...},"rules":[...]}
+ *   events [AFTER]    {"ok":true,"events":[{"seq":N,"at_ms":N,"rule":N,...}]}
+ * Returns 0 or -errno.  Closed by nf_control_stop() (or the loop's end).
+ */
+struct uv_loop_s;
+struct nf_control;
+int nf_control_start(struct uv_loop_s *loop, const char *path,
+		     struct nf_ruleset *rs, struct nf_events *ev,
+		     const struct nf_stats *st, struct nf_control **out);
+void nf_control_stop(struct nf_control *c);
 
 #endif
