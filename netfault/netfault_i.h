@@ -232,14 +232,20 @@ uint64_t nf_rule_delay_ms(struct nf_rule *r);
  * rule removed later does not touch records already decided.
  */
 struct nf_ruleset;
+/* The most rules in force at once: memory stays bounded whatever is sent. */
+#define NF_RULES_MAX 256u
+/* NULL (errno ENOMEM) when out of memory. */
 struct nf_ruleset *nf_ruleset_new(void);
 void nf_ruleset_free(struct nf_ruleset *rs);
-/* Parses text (nf_rule_parse) and appends it; *id is its id. */
+/* Parses text (nf_rule_parse) and appends it; *id is its id.  Returns 0,
+ * nf_rule_parse()'s error, or -ENOSPC (with a message in err) when
+ * NF_RULES_MAX rules are in force. */
 int nf_ruleset_add(struct nf_ruleset *rs, const char *text, unsigned *id,
 		   char *err, size_t errlen);
 /* Removes rule id; -ENOENT if there is none.  id 0 removes every rule. */
 int nf_ruleset_remove(struct nf_ruleset *rs, unsigned id);
-/* The rule after prev (NULL: the first), and its id; NULL at the end. */
+/* The rule after prev (NULL: the first), and its id (id may be NULL);
+ * NULL at the end.  Nothing may be added or removed during a walk. */
 struct nf_rule *nf_ruleset_next(const struct nf_ruleset *rs,
 				const struct nf_rule *prev, unsigned *id);
 unsigned nf_ruleset_count(const struct nf_ruleset *rs);
@@ -256,6 +262,7 @@ struct nf_event {
 
 /* The last max events, oldest dropped first. */
 struct nf_events;
+/* NULL (errno EINVAL: max is 0; ENOMEM) on failure. */
 struct nf_events *nf_events_new(unsigned max);
 void nf_events_free(struct nf_events *ev);
 /* Numbers e (sets e->seq) and keeps it. */
@@ -263,6 +270,8 @@ void nf_events_push(struct nf_events *ev, struct nf_event *e);
 /* Copies up to max events with seq > after, oldest first; returns how many. */
 size_t nf_events_since(const struct nf_events *ev, uint64_t after,
 		       struct nf_event *out, size_t max);
+/* The seq of the last event pushed (0: none yet). */
+uint64_t nf_events_last(const struct nf_events *ev);
 
 /* ---- control.c: the control socket; ctl.c: netfault-ctl ------------- */
 
@@ -279,20 +288,27 @@ struct nf_stats {
 /*
  * Serves the control socket at path (a Unix socket made with mode 0600;
  * a peer whose uid is not ours is refused) on loop.  One request per
- * line, one JSON answer per request, sent only once the request was
- * applied:
+ * line (at most 4096 bytes; a longer one is answered with an error and
+ * the connection closed), one JSON answer per request, in order, sent
+ * only once the request was applied (netfault/CONTROL.md has the
+ * details):
  *   add RULE          {"ok":true,"id":N}  or {"ok":false,"error":"..."}
  *   clear [ID]        {"ok":true,"removed":N}
  *   list              {"ok":true,"rules":[{"id":N,"rule":"...","matched":N,"hits":N}]}
  *   stats             {"ok":true,"stats":{...nf_stats...},"rules":[...]}
- *   events [AFTER]    {"ok":true,"events":[{"seq":N,"at_ms":N,"rule":N,...}]}
- * Returns 0 or -errno.  Closed by nf_control_stop() (or the loop's end).
+ *   events [AFTER]    {"ok":true,"last":N,"events":[{"seq":N,"at_ms":N,"rule":N,...}]}
+ * A socket already at path is replaced when nobody answers on it (a
+ * netfault that died); one that answers gives -EADDRINUSE, and anything
+ * else at path -EEXIST.  Returns 0 or -errno.  rs, ev and st (st may be
+ * NULL: zeros) must outlive the control.
  */
 struct uv_loop_s;
 struct nf_control;
 int nf_control_start(struct uv_loop_s *loop, const char *path,
 		     struct nf_ruleset *rs, struct nf_events *ev,
 		     const struct nf_stats *st, struct nf_control **out);
+/* Removes the socket file at once and closes the socket and every
+ * connection; the memory goes once the loop ran their close callbacks. */
 void nf_control_stop(struct nf_control *c);
 
 #endif
