@@ -267,17 +267,15 @@ static void print_error(const char *ans)
 
 /*
  * Prints each object of the answer's "events" array on a line of its own
- * and returns its "last" (the highest seq netfault has given).
+ * and returns the highest seq printed (after if none was).
  */
 static uint64_t print_events(const char *ans, uint64_t after)
 {
-	const char *p = strstr(ans, "\"last\":"), *start = NULL;
+	const char *p = strstr(ans, "\"events\":["), *start = NULL;
 	bool in_str = false;
+	uint64_t seq;
 	int depth = 0;
 
-	if (p)
-		after = strtoull(p + 7, NULL, 10);
-	p = strstr(ans, "\"events\":[");
 	if (!p)
 		return after;
 	for (p += 10; *p; p++) {
@@ -293,9 +291,16 @@ static uint64_t print_events(const char *ans, uint64_t after)
 		} else if (*p == '{') {
 			if (depth++ == 0)
 				start = p;
-		} else if (*p == '}') {
-			if (--depth == 0)
-				printf("%.*s\n", (int)(p - start + 1), start);
+		} else if (*p == '}' && depth > 0) {
+			if (--depth > 0)
+				continue;
+			printf("%.*s\n", (int)(p - start + 1), start);
+			/* netfault writes seq first in every event. */
+			if (!strncmp(start, "{\"seq\":", 7)) {
+				seq = strtoull(start + 7, NULL, 10);
+				if (seq > after)
+					after = seq;
+			}
 		} else if (*p == ']' && depth == 0) {
 			break;
 		}

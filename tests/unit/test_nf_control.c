@@ -660,3 +660,139 @@ TEST_IMPL(nf_control_stop_busy)
 	close(cl.fd);
 	return 0;
 }
+
+/* ---- ctl.c: netfault-ctl against the socket ----------------------------- */
+
+struct ctl_run {
+	int status; /* the exit status, or -signal */
+	char out[4096], err[4096];
+};
+
+/* Drains fd into buf (NUL-terminated); false at EOF. */
+static bool drain(int fd, char *buf, size_t *len, size_t cap)
+{
+	ssize_t n = read(fd, buf + *len, cap - 1 - *len);
+
+	if (n > 0)
+		*len += (size_t)n;
+	buf[*len] = '\0';
+	return n > 0 || (n < 0 && errno == EAGAIN);
+}
+
+/* Runs netfault-ctl with args (NULL-terminated) and the loop beside it. */
+static void run_ctl(struct fixture *fx, const char *const *args,
+		    struct ctl_run *r)
+{
+	uint64_t end = region_now_ns() + WAIT_MS * 1000000ull;
+	const char *argv[16] = { NF_CTL, "--socket", fx->path };
+	size_t olen = 0, elen = 0, i;
+	int o[2], e[2], status;
+	bool oopen = true, eopen = true;
+	pid_t pid;
+
+	for (i = 0; args[i]; i++)
+		argv[3 + i] = args[i];
+	ASSERT_EQ(pipe2(o, O_CLOEXEC | O_NONBLOCK), 0);
+	ASSERT_EQ(pipe2(e, O_CLOEXEC | O_NONBLOCK), 0);
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		dup2(o[1], 1);
+		dup2(e[1], 2);
+		execv(NF_CTL, (char *const *)argv);
+		_exit(127);
+	}
+	close(o[1]);
+	close(e[1]);
+	while (oopen || eopen) {
+		if (region_now_ns() > end) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			TEST__FAIL("netfault-ctl %s did not finish", args[0]);
+		}
+		uv_run(&fx->loop, UV_RUN_NOWAIT);
+		poll(NULL, 0, 1);
+		if (oopen)
+			oopen = drain(o[0], r->out, &olen, sizeof(r->out));
+		if (eopen)
+			eopen = drain(e[0], r->err, &elen, sizeof(r->err));
+	}
+	ASSERT_EQ(waitpid(pid, &status, 0), pid);
+	r->status = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+	close(o[0]);
+	close(e[0]);
+}
+
+TEST_IMPL(nf_ctl_program)
+{
+	static const struct {
+		const char *args[6];
+		int status;
+		const char *out; /* all of stdout */
+		const char *err; /* in stderr (NULL: stderr empty) */
+	} cases[] = {
+		{ { "add", "delay", "200", "proc=WRITE" },
+		  0,
+		  "{\"ok\":true,\"id\":1}\n",
+		  NULL },
+		{ { "add", "delay", "fast" },
+		  1,
+		  "{\"ok\":false,\"error\":\"rule 'delay fast': bad number "
+		  "'fast' for MS at column 7\\n  delay fast\\n        ^\"}\n",
+		  "netfault-ctl: rule 'delay fast': bad number 'fast' for MS "
+		  "at column 7\n  delay fast\n        ^\n" },
+		{ { "list" },
+		  0,
+		  "{\"ok\":true,\"rules\":[{\"id\":1,\"rule\":\"delay 200 "
+		  "proc=WRITE\",\"matched\":0,\"hits\":0}]}\n",
+		  NULL },
+		{ { "clear", "7" },
+		  1,
+		  "{\"ok\":false,\"error\":\"clear: no rule 7\"}\n",
+		  "clear: no rule 7" },
+		{ { "clear" }, 0, "{\"ok\":true,\"removed\":1}\n", NULL },
+		{ { "events", "0" },
+		  0,
+		  "{\"ok\":true,\"last\":0,\"events\":[]}\n",
+		  NULL },
+		{ { "clear", "x" }, 2, "", "'x' is not a rule id" },
+		{ { "list", "all" }, 2, "", "list takes no argument" },
+		{ { "frob" }, 2, "", "unknown command 'frob'" },
+		{ { "add" }, 2, "", "add needs a rule" },
+		{ { "--bogus" }, 2, "", "unknown option '--bogus'" },
+		{ { "--help" }, 0, NULL, NULL },
+	};
+	struct fixture fx;
+	struct ctl_run *r = malloc(sizeof(*r));
+	unsigned i;
+
+	ASSERT_NOT_NULL(r);
+	fx_start(&fx);
+	for (i = 0; i < ARRAY_SIZE(cases); i++) {
+		fprintf(stderr, "# netfault-ctl %s\n", cases[i].args[0]);
+		memset(r, 0, sizeof(*r));
+		run_ctl(&fx, cases[i].args, r);
+		ASSERT_EQ(r->status, cases[i].status);
+		if (cases[i].out)
+			ASSERT_STR_EQ(r->out, cases[i].out);
+		else
+			ASSERT_CONTAINS(r->out, "Usage: netfault-ctl");
+		if (cases[i].err)
+			ASSERT_CONTAINS(r->err, cases[i].err);
+		else
+			ASSERT_STR_EQ(r->err, "");
+	}
+	fx_done(&fx);
+
+	/* No socket: a clear message and 1. */
+	memset(r, 0, sizeof(*r));
+	fx_init(&fx);
+	run_ctl(&fx, (const char *const[]){ "list", NULL }, r);
+	ASSERT_EQ(r->status, 1);
+	ASSERT_STR_EQ(r->out, "");
+	ASSERT_CONTAINS(r->err, "netfault-ctl: cannot connect to ");
+	ASSERT_CONTAINS(r->err, "ctl.sock: No such file or directory");
+	fx_done(&fx);
+	free(r);
+	return 0;
+}
