@@ -11,7 +11,9 @@
  * uid: the socket is made with mode 0600 and a peer whose uid (by
  * SO_PEERCRED) is not ours is refused with an error line before a byte of
  * its is read.  Memory is bounded per connection: a request line longer
- * than CTL_LINE_MAX is answered with an error and the connection closed.
+ * than CTL_LINE_MAX is answered with an error and the connection closed,
+ * and a peer that sends requests without reading the answers is no
+ * longer read once CTL_QUEUE_MAX bytes of answers wait for it.
  * A request is applied to the ruleset before its answer is written, so an
  * answer means "in force".  No locks: everything runs on the loop thread.
  */
@@ -32,6 +34,8 @@
 /* The longest request line, newline excluded. */
 #define CTL_LINE_MAX 4096
 #define CTL_BACKLOG 16
+/* Answers waiting to be written past which a peer is no longer read. */
+#define CTL_QUEUE_MAX (1u << 20)
 /* Events are copied out of the ring this many at a time. */
 #define EVENTS_CHUNK 64
 
@@ -42,7 +46,9 @@ struct conn {
 	unsigned writes; /* answers queued and not yet written */
 	bool closing; /* close once the queued answers are out */
 	bool closed; /* uv_close() was called */
-	size_t len;
+	bool paused; /* reading stopped until the answers drain */
+	size_t len; /* bytes of the partial line in line */
+	size_t rpos, rend; /* bytes of rbuf not yet looked at */
 	char line[CTL_LINE_MAX + 1];
 	char rbuf[CTL_LINE_MAX];
 };
@@ -376,6 +382,8 @@ static void conn_finish(struct conn *cn)
 		conn_close(cn);
 }
 
+static void conn_process(struct conn *cn);
+
 static void answer_written(uv_write_t *req, int status)
 {
 	struct answer *a = req->data;
@@ -387,6 +395,10 @@ static void answer_written(uv_write_t *req, int status)
 		cn->closing = true;
 	if (cn->closing && cn->writes == 0)
 		conn_close(cn);
+	else if (cn->paused && !cn->closing &&
+		 uv_stream_get_write_queue_size((uv_stream_t *)&cn->pipe) <=
+			 CTL_QUEUE_MAX)
+		conn_process(cn);
 }
 
 /* Queues text and a newline; a failure closes the connection. */
@@ -440,19 +452,31 @@ static void conn_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
 	*buf = uv_buf_init(cn->rbuf, sizeof(cn->rbuf));
 }
 
-static void conn_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
+/*
+ * Answers the whole lines among the bytes read and not yet looked at
+ * (rbuf[rpos, rend)), keeping a partial line for the next read.  While
+ * more than CTL_QUEUE_MAX bytes of answers wait to be written (a peer
+ * that sends and does not read), it stops reading and leaves the rest
+ * for answer_written() to resume.
+ */
+static void conn_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf);
+
+static void conn_process(struct conn *cn)
 {
-	struct conn *cn = s->data;
-	const char *p = buf->base, *end = p + (n > 0 ? n : 0), *nl;
+	const char *p, *end, *nl;
 	struct sbuf b = { 0 };
 	size_t take;
 
-	if (n < 0) {
-		/* EOF or an error: the answers queued still go out. */
-		conn_finish(cn);
-		return;
-	}
-	while (p < end && !cn->closing) {
+	while (cn->rpos < cn->rend && !cn->closing) {
+		if (uv_stream_get_write_queue_size((uv_stream_t *)&cn->pipe) >
+		    CTL_QUEUE_MAX) {
+			if (!cn->paused)
+				uv_read_stop((uv_stream_t *)&cn->pipe);
+			cn->paused = true;
+			return;
+		}
+		p = cn->rbuf + cn->rpos;
+		end = cn->rbuf + cn->rend;
 		nl = memchr(p, '\n', (size_t)(end - p));
 		take = (size_t)((nl ? nl : end) - p);
 		if (cn->len + take > CTL_LINE_MAX) {
@@ -466,14 +490,35 @@ static void conn_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 		}
 		memcpy(cn->line + cn->len, p, take);
 		cn->len += take;
-		p += take;
+		cn->rpos += take;
 		if (!nl)
 			break;
-		p++;
+		cn->rpos++;
 		cn->line[cn->len] = '\0';
 		cn->len = 0;
 		conn_request(cn, cn->line);
 	}
+	if (cn->paused && !cn->closing) {
+		cn->paused = false;
+		if (uv_read_start((uv_stream_t *)&cn->pipe, conn_alloc,
+				  conn_read) != 0)
+			conn_finish(cn);
+	}
+}
+
+static void conn_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
+{
+	struct conn *cn = s->data;
+
+	(void)buf;
+	if (n < 0) {
+		/* EOF or an error: the answers queued still go out. */
+		conn_finish(cn);
+		return;
+	}
+	cn->rpos = 0;
+	cn->rend = (size_t)n;
+	conn_process(cn);
 }
 
 /* Whether the peer of the accepted connection runs as our uid. */

@@ -661,6 +661,48 @@ TEST_IMPL(nf_control_stop_busy)
 	return 0;
 }
 
+/*
+ * A peer that sends many requests before reading any answer: reading it
+ * pauses while megabytes of answers wait, and every answer still comes,
+ * whole and in order.
+ */
+TEST_IMPL(nf_control_backpressure)
+{
+	enum { RULES = 50, REQUESTS = 3000 };
+	static char reqs[REQUESTS * 5];
+	struct fixture fx;
+	struct client cl;
+	char err[512], *first;
+	const char *line;
+	unsigned id, i;
+
+	fx_start(&fx);
+	for (i = 0; i < RULES; i++)
+		ASSERT_EQ(nf_ruleset_add(fx.rs,
+					 "delay 100 proc=WRITE dir=reply", &id,
+					 err, sizeof(err)),
+			  0);
+	cl_open(&fx, &cl);
+	for (i = 0; i < REQUESTS; i++)
+		memcpy(reqs + 5 * i, "list\n", 5);
+	cl_send(&cl, reqs, sizeof(reqs));
+	line = cl_line(&fx, &cl);
+	ASSERT_NOT_NULL(line);
+	ASSERT_GT(strlen(line) * REQUESTS, 2u << 20);
+	first = strdup(line);
+	ASSERT_NOT_NULL(first);
+	for (i = 1; i < REQUESTS; i++) {
+		line = cl_line(&fx, &cl);
+		ASSERT_NOT_NULL(line);
+		ASSERT_STR_EQ(line, first);
+	}
+	expect(&fx, &cl, "clear", "{\"ok\":true,\"removed\":50}");
+	free(first);
+	close(cl.fd);
+	fx_done(&fx);
+	return 0;
+}
+
 /* ---- ctl.c: netfault-ctl against the socket ----------------------------- */
 
 struct ctl_run {
