@@ -252,7 +252,8 @@ int main(int argc, char **argv)
 	ev = nf_events_new(EVENTS_MAX);
 	if (!rs || !ev) {
 		fprintf(stderr, "netfault: out of memory\n");
-		return 1;
+		status = 1;
+		goto out_free;
 	}
 	for (unsigned i = 0; i < nrules; i++) {
 		rc = add_rule(rs, rules[i], seed, err, sizeof(err));
@@ -262,7 +263,8 @@ int main(int argc, char **argv)
 			else
 				fprintf(stderr, "netfault: rule '%s': %s\n",
 					rules[i], strerror(-rc));
-			return 2;
+			status = 2;
+			goto out_free;
 		}
 	}
 	if (log_path) {
@@ -271,15 +273,22 @@ int main(int argc, char **argv)
 		if (log_fd < 0) {
 			fprintf(stderr, "netfault: %s: %s\n", log_path,
 				strerror(errno));
-			return 1;
+			status = 1;
+			goto out_free;
 		}
 	}
 
-	uv_loop_init(&loop);
+	rc = uv_loop_init(&loop);
+	if (rc) {
+		fprintf(stderr, "netfault: %s\n", uv_strerror(rc));
+		status = 1;
+		goto out_log;
+	}
 	rc = nf_proxy_new(&loop, rs, ev, log_fd, &proxy);
 	if (rc) {
 		fprintf(stderr, "netfault: %s\n", uv_strerror(rc));
-		return 1;
+		status = 1;
+		goto out_loop;
 	}
 	for (unsigned i = 0; i < nlisten && !status; i++) {
 		struct listen_arg *l = &listens[i];
@@ -319,10 +328,13 @@ int main(int argc, char **argv)
 	}
 	uv_run(&loop, UV_RUN_DEFAULT);
 	nf_proxy_free(proxy);
+out_loop:
 	uv_loop_close(&loop);
-	nf_events_free(ev);
-	nf_ruleset_free(rs);
+out_log:
 	if (log_path)
 		close(log_fd);
+out_free:
+	nf_events_free(ev);
+	nf_ruleset_free(rs);
 	return status;
 }
