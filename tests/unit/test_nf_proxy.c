@@ -35,6 +35,7 @@ struct px {
 	struct nf_ruleset *rs;
 	struct nf_events *ev;
 	unsigned port;
+	struct nf_stats st; /* at the stop */
 };
 
 static void on_stop(uv_async_t *a)
@@ -85,6 +86,7 @@ static size_t px_stop(struct px *x, struct nf_event *out, size_t max)
 	uv_async_send(&x->stop);
 	ASSERT_EQ(pthread_join(x->th, NULL), 0);
 	n = nf_events_since(x->ev, 0, out, max);
+	x->st = *nf_proxy_stats(x->p);
 	nf_proxy_free(x->p);
 	ASSERT_EQ(uv_loop_close(&x->loop), 0);
 	nf_events_free(x->ev);
@@ -365,6 +367,44 @@ TEST_IMPL(nf_proxy_duplicate_reply)
 	return 0;
 }
 
+/* A listening socket on an ephemeral loopback port, *port set. */
+static int raw_listen(unsigned *port)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	socklen_t sl = sizeof(sin);
+	int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	ASSERT_GE(lfd, 0);
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ASSERT_EQ(bind(lfd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	ASSERT_EQ(listen(lfd, 4), 0);
+	ASSERT_EQ(getsockname(lfd, (struct sockaddr *)&sin, &sl), 0);
+	*port = ntohs(sin.sin_port);
+	return lfd;
+}
+
+/* Reads fd until it ends or ms pass without a byte; returns the bytes. */
+static size_t drain(int fd, uint8_t *buf, size_t cap, unsigned ms, bool *ended)
+{
+	size_t got = 0;
+
+	*ended = false;
+	for (;;) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		ssize_t n;
+
+		if (poll(&pfd, 1, (int)ms) != 1)
+			return got;
+		n = recv(fd, buf + got, cap - got, 0);
+		if (n <= 0) {
+			*ended = true;
+			return got;
+		}
+		got += (size_t)n;
+		ASSERT_LT(got, cap);
+	}
+}
+
 /* A raw upstream: the test sees exactly what the server side receives. */
 TEST_IMPL(nf_proxy_reset_mid_record)
 {
@@ -496,5 +536,253 @@ TEST_IMPL(nf_proxy_cli_errors)
 		ASSERT_EQ(WEXITSTATUS(st), 2);
 		ASSERT_CONTAINS(out, cases[i].says);
 	}
+	return 0;
+}
+
+/* The 1st reply is held until one later reply passed: 2 comes first. */
+TEST_IMPL(nf_proxy_reorder_reply)
+{
+	const char *rules[] = { "reorder 1 dir=reply nth=1", NULL };
+	struct fake_rpc *f = fake_rpc_start(0);
+	struct nf_event ev[4];
+	uint8_t *r;
+	size_t n;
+	struct px x;
+	int fd;
+
+	ASSERT_NE(f, NULL);
+	px_start(&x, fake_rpc_port(f), rules);
+	fd = tcp_connect(x.port);
+	send_call(fd, 1, FAKE_ECHO, 16);
+	ASSERT_EQ(fake_rpc_wait_seen(f, 1), true);
+	send_call(fd, 2, FAKE_ECHO, 16);
+	for (uint32_t want = 2; want >= 1; want--) {
+		ASSERT_EQ(recv_record(fd, 2000, &r, &n), 0);
+		ASSERT_EQ(check_echo(r, n, want, 16), want);
+		free(r);
+	}
+	echo_ok(fd, 3, 16, 2000);
+	close(fd);
+	ASSERT_EQ(px_stop(&x, ev, 4), 1);
+	ASSERT_EQ(ev[0].fault, NF_REORDER);
+	ASSERT_EQ(ev[0].msg.xid, 1);
+	fake_rpc_stop(f);
+	return 0;
+}
+
+/* Sliced records still arrive whole and byte-identical. */
+TEST_IMPL(nf_proxy_slice)
+{
+	static const struct {
+		const char *rule;
+		size_t len;
+	} cases[] = {
+		{ "slice 1", 64 },
+		{ "slice 1000 dir=reply", 70000 },
+		{ "slice 3 dir=call", 1000 },
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		const char *rules[] = { cases[i].rule, NULL };
+		struct fake_rpc *f = fake_rpc_start(0);
+		struct nf_event ev[4];
+		struct px x;
+		int fd;
+
+		ASSERT_NE(f, NULL);
+		px_start(&x, fake_rpc_port(f), rules);
+		fd = tcp_connect(x.port);
+		echo_ok(fd, 40 + (uint32_t)i, cases[i].len, 5000);
+		close(fd);
+		ASSERT_GE(px_stop(&x, ev, 4), 1);
+		ASSERT_EQ(ev[0].fault, NF_SLICE);
+		fake_rpc_stop(f);
+	}
+	return 0;
+}
+
+/* corrupt flips exactly one byte, in the body or in the RPC header. */
+TEST_IMPL(nf_proxy_corrupt)
+{
+	static const struct {
+		const char *rule;
+		size_t lo, hi; /* where the flipped byte may be in the reply */
+	} cases[] = {
+		{ "corrupt dir=reply", 24, 28 + 200 },
+		{ "corrupt header dir=reply", 0, 24 },
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		const char *rules[] = { cases[i].rule, NULL };
+		struct fake_rpc *f = fake_rpc_start(0);
+		uint8_t *r, *want;
+		size_t n, rl, diff = 0, at = 0;
+		struct nf_event ev[4];
+		struct px x;
+		int fd;
+
+		ASSERT_NE(f, NULL);
+		px_start(&x, fake_rpc_port(f), rules);
+		fd = tcp_connect(x.port);
+		send_call(fd, 9, FAKE_ECHO, 200);
+		ASSERT_EQ(recv_record(fd, 2000, &r, &n), 0);
+		ASSERT_EQ(n, 28 + 200);
+		/* The reply as the server sent it: a call's body after
+		 * its 40-byte header is the same opaque. */
+		want = make_call(9, FAKE_ECHO, 200, &rl);
+		for (size_t k = 0; k < n; k++) {
+			static const uint8_t hdr[24] = {
+				0, 0, 0, 9, 0, 0, 0, 1
+			};
+			uint8_t w = k < 24 ? hdr[k] : want[4 + 40 + k - 24];
+
+			if (r[k] != w) {
+				diff++;
+				at = k;
+			}
+		}
+		ASSERT_EQ(diff, 1);
+		ASSERT_GE(at, cases[i].lo);
+		ASSERT_LT(at, cases[i].hi);
+		free(want);
+		free(r);
+		close(fd);
+		ASSERT_EQ(px_stop(&x, ev, 4), 1);
+		ASSERT_EQ(ev[0].fault, NF_CORRUPT);
+		fake_rpc_stop(f);
+	}
+	return 0;
+}
+
+/* blackhole: the call goes in, nothing comes back. */
+TEST_IMPL(nf_proxy_blackhole)
+{
+	const char *rules[] = { "blackhole dir=reply", NULL };
+	struct fake_rpc *f = fake_rpc_start(0);
+	struct nf_event ev[4];
+	uint8_t *r;
+	size_t n;
+	struct px x;
+	int fd;
+
+	ASSERT_NE(f, NULL);
+	px_start(&x, fake_rpc_port(f), rules);
+	fd = tcp_connect(x.port);
+	send_call(fd, 1, FAKE_ECHO, 16);
+	ASSERT_EQ(fake_rpc_wait_seen(f, 1), true);
+	ASSERT_EQ(recv_record(fd, 300, &r, &n), -ETIMEDOUT);
+	close(fd);
+	ASSERT_EQ(px_stop(&x, ev, 4), 1);
+	ASSERT_EQ(ev[0].fault, NF_BLACKHOLE);
+	ASSERT_EQ(x.st.records[NF_REPLY], 1);
+	ASSERT_EQ(x.st.bytes[NF_REPLY], 0);
+	fake_rpc_stop(f);
+	return 0;
+}
+
+/* refuse: a connection is ended at once; once off, they go through. */
+TEST_IMPL(nf_proxy_refuse)
+{
+	const char *rules[] = { "refuse for=300ms", NULL };
+	struct fake_rpc *f = fake_rpc_start(0);
+	struct nf_event ev[4];
+	uint8_t b;
+	struct px x;
+	int fd;
+
+	ASSERT_NE(f, NULL);
+	px_start(&x, fake_rpc_port(f), rules);
+	fd = tcp_connect(x.port);
+	ASSERT_EQ(recv_full(fd, &b, 1, region_now_ns() + 2000000000u), -EPIPE);
+	close(fd);
+	ASSERT_EQ(fake_rpc_conns(f), 0);
+	test_sleep_ms(350); /* the rule's window, not a wait for an event */
+	fd = tcp_connect(x.port);
+	echo_ok(fd, 1, 8, 2000);
+	close(fd);
+	ASSERT_EQ(px_stop(&x, ev, 4), 1);
+	ASSERT_EQ(ev[0].fault, NF_REFUSE);
+	fake_rpc_stop(f);
+	return 0;
+}
+
+/* close-after: exactly BYTES go through, then the connection ends. */
+TEST_IMPL(nf_proxy_close_after)
+{
+	const char *rules[] = { "close-after 100 dir=reply", NULL };
+	struct fake_rpc *f = fake_rpc_start(0);
+	struct nf_event ev[4];
+	uint8_t buf[4096];
+	bool ended;
+	struct px x;
+	int fd;
+
+	ASSERT_NE(f, NULL);
+	px_start(&x, fake_rpc_port(f), rules);
+	fd = tcp_connect(x.port);
+	send_call(fd, 1, FAKE_ECHO, 1000);
+	ASSERT_EQ(drain(fd, buf, sizeof(buf), 3000, &ended), 100);
+	ASSERT_EQ(ended, true);
+	close(fd);
+	ASSERT_EQ(px_stop(&x, ev, 4), 1);
+	ASSERT_EQ(ev[0].fault, NF_CLOSE_AFTER);
+	fake_rpc_stop(f);
+	return 0;
+}
+
+/* throttle 512 KiB/s: a 512 KiB reply takes about a second. */
+TEST_IMPL(nf_proxy_throttle)
+{
+	const char *rules[] = { "throttle 512 dir=reply", NULL };
+	struct fake_rpc *f = fake_rpc_start(0);
+	struct nf_event ev[4];
+	uint64_t t0, ms;
+	struct px x;
+	int fd;
+
+	ASSERT_NE(f, NULL);
+	px_start(&x, fake_rpc_port(f), rules);
+	fd = tcp_connect(x.port);
+	t0 = region_now_ns();
+	echo_ok(fd, 1, 512 * 1024, 5000);
+	ms = (region_now_ns() - t0) / 1000000u;
+	ASSERT_GE(ms, 800);
+	ASSERT_LT(ms, 4000);
+	close(fd);
+	ASSERT_EQ(px_stop(&x, ev, 4), 1);
+	ASSERT_EQ(ev[0].fault, NF_THROTTLE);
+	fake_rpc_stop(f);
+	return 0;
+}
+
+/* A stream that is not RPC (a mark past NF_RECORD_MAX) goes through
+ * byte for byte, unparsed, and is counted. */
+TEST_IMPL(nf_proxy_unparsed)
+{
+	uint8_t junk[20000], got[40000];
+	struct nf_event ev[4];
+	unsigned up;
+	bool ended;
+	struct px x;
+	int lfd = raw_listen(&up), sfd, fd;
+
+	for (size_t i = 0; i < sizeof(junk); i++)
+		junk[i] = (uint8_t)(i * 13u);
+	put32(junk, 0x7ffffff0u); /* a first fragment far too long */
+	px_start(&x, up, NULL);
+	fd = tcp_connect(x.port);
+	send_all(fd, junk, sizeof(junk));
+	shutdown(fd, SHUT_WR);
+	sfd = accept(lfd, NULL, NULL);
+	ASSERT_GE(sfd, 0);
+	ASSERT_EQ(drain(sfd, got, sizeof(got), 3000, &ended), sizeof(junk));
+	ASSERT_EQ(ended, true);
+	ASSERT_MEM_EQ(got, junk, sizeof(junk));
+	close(sfd);
+	close(fd);
+	close(lfd);
+	ASSERT_EQ(px_stop(&x, ev, 4), 0);
+	ASSERT_EQ(x.st.unparsed[NF_CALL], 1);
+	ASSERT_EQ(x.st.bytes[NF_CALL], sizeof(junk));
 	return 0;
 }
