@@ -398,9 +398,10 @@ static int on_record(const uint8_t *wire, size_t wire_len,
 			nf_rule_observe(r, msg, now);
 			continue;
 		}
-		/* Under a blackhole no record fault can act: the record
-		 * goes nowhere, so none is decided or counted. */
-		if (dark || !nf_rule_match(r, msg, now))
+		/* Under a blackhole the record is decided like any other, so
+		 * that nth= and count= see the same records whatever the
+		 * stream faults, but it goes nowhere: nothing is applied. */
+		if (!nf_rule_match(r, msg, now) || dark)
 			continue;
 		fault_applied(p, id, f, pair->id, msg);
 		switch (f) {
@@ -791,6 +792,11 @@ static void on_connect(uv_connect_t *req, int status)
 	if (pair->closing)
 		return;
 	if (status < 0) {
+		if (pair->p->log_fd >= 0)
+			dprintf(pair->p->log_fd,
+				"netfault: conn %u: cannot connect upstream: "
+				"%s\n",
+				pair->id, uv_strerror(status));
 		pair_close(pair, true);
 		return;
 	}
