@@ -786,3 +786,51 @@ TEST_IMPL(nf_proxy_unparsed)
 	ASSERT_EQ(x.st.bytes[NF_CALL], sizeof(junk));
 	return 0;
 }
+
+/*
+ * A server that never reads: the proxy stops reading the client once its
+ * queue is full, so the client's sends block long before 96 MiB, whatever
+ * the kernel's buffers hold (without the bound the proxy would take it
+ * all).
+ */
+TEST_IMPL(nf_proxy_bounded_queue)
+{
+	static uint8_t chunk[65536];
+	size_t sent = 0, limit = 96u << 20;
+	struct nf_event ev[4];
+	unsigned up;
+	struct px x;
+	int lfd = raw_listen(&up), sfd, fd;
+	bool blocked = false;
+
+	memset(chunk, 0xa5, sizeof(chunk));
+	put32(chunk, 0x7ffffff0u); /* not RPC: all of it goes unparsed */
+	px_start(&x, up, NULL);
+	fd = tcp_connect(x.port);
+	sfd = accept(lfd, NULL, NULL);
+	ASSERT_GE(sfd, 0);
+	while (sent < limit) {
+		ssize_t w = send(fd, chunk, sizeof(chunk),
+				 MSG_DONTWAIT | MSG_NOSIGNAL);
+
+		if (w < 0) {
+			struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+
+			ASSERT_EQ(errno, EAGAIN);
+			/* Stuck for 500 ms: the proxy stopped reading. */
+			if (poll(&pfd, 1, 500) == 0) {
+				blocked = true;
+				break;
+			}
+			continue;
+		}
+		sent += (size_t)w;
+	}
+	ASSERT_EQ(blocked, true);
+	ASSERT_LT(sent, limit);
+	close(fd);
+	close(sfd);
+	close(lfd);
+	ASSERT_EQ(px_stop(&x, ev, 4), 0);
+	return 0;
+}
