@@ -273,6 +273,32 @@ size_t nf_events_since(const struct nf_events *ev, uint64_t after,
 /* The seq of the last event pushed (0: none yet). */
 uint64_t nf_events_last(const struct nf_events *ev);
 
+/* ---- proxy.c: listeners, connection pairs, faults applied ------------- */
+
+/* Bytes a direction of a pair may hold unsent before it stops reading. */
+#define NF_QUEUE_MAX (2u * NF_RECORD_MAX + 65536u)
+
+struct uv_loop_s;
+struct nf_proxy;
+/*
+ * A proxy on loop that applies the rules of rs, pushes every fault applied
+ * to ev and logs it on log_fd (-1: no log), one line per fault.  rs and ev
+ * must outlive it.  0 or -errno.
+ */
+int nf_proxy_new(struct uv_loop_s *loop, struct nf_ruleset *rs,
+		 struct nf_events *ev, int log_fd, struct nf_proxy **out);
+/*
+ * Listens on 127.0.0.1:port (0: any; *bound gets the port) and forwards
+ * each connection accepted to host:up_port (an IPv4 or IPv6 literal).
+ */
+int nf_proxy_listen(struct nf_proxy *p, unsigned port, const char *host,
+		    unsigned up_port, unsigned *bound);
+const struct nf_stats *nf_proxy_stats(const struct nf_proxy *p);
+/* Closes the listeners and every connection; the loop then runs dry. */
+void nf_proxy_close(struct nf_proxy *p);
+/* Frees p once the loop has run dry after nf_proxy_close(). */
+void nf_proxy_free(struct nf_proxy *p);
+
 /* ---- control.c: the control socket; ctl.c: netfault-ctl ------------- */
 
 /* The proxy's own counters, kept by proxy.c, read by the control socket. */
