@@ -158,15 +158,6 @@ sb_error(struct sbuf *b, const char *fmt, ...)
 	sb_put(b, "}");
 }
 
-static const char *const fault_names[] = {
-	[NF_DELAY] = "delay",	      [NF_STALL] = "stall",
-	[NF_THROTTLE] = "throttle",   [NF_DROP] = "drop",
-	[NF_DUPLICATE] = "duplicate", [NF_REORDER] = "reorder",
-	[NF_RESET] = "reset",	      [NF_SLICE] = "slice",
-	[NF_CORRUPT] = "corrupt",     [NF_BLACKHOLE] = "blackhole",
-	[NF_REFUSE] = "refuse",	      [NF_CLOSE_AFTER] = "close-after",
-};
-
 static void put_rules(struct sbuf *b, const struct nf_ruleset *rs)
 {
 	char text[NF_RULE_TEXT_MAX];
@@ -218,12 +209,7 @@ static void put_event(struct sbuf *b, const struct nf_event *e)
 	sb_put(b,
 	       "{\"seq\":%" PRIu64 ",\"at_ms\":%" PRIu64
 	       ",\"rule\":%u,\"fault\":\"%s\",\"conn\":%u,\"dir\":\"%s\"",
-	       e->seq, e->at_ns / 1000000u, e->rule,
-	       (unsigned)e->fault < sizeof(fault_names) /
-					       sizeof(*fault_names) &&
-			       fault_names[e->fault] ?
-		       fault_names[e->fault] :
-		       "unknown",
+	       e->seq, e->at_ns / 1000000u, e->rule, nf_fault_name(e->fault),
 	       e->conn, m->dir == NF_CALL ? "call" : "reply");
 	if (m->rpc) {
 		sb_put(b, ",\"xid\":\"0x%08" PRIx32 "\"", m->xid);

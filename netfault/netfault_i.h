@@ -180,6 +180,8 @@ void nf_rule_format(const struct nf_rule *r, char *buf, size_t len);
 bool nf_rule_equal(const struct nf_rule *a, const struct nf_rule *b);
 
 enum nf_fault nf_rule_fault(const struct nf_rule *r);
+/* A fault's name as rules spell it ("close-after"); "unknown" if none. */
+const char *nf_fault_name(enum nf_fault fault);
 /*
  * The fault's numbers: i = 0: delay's ms, throttle's KiB/s, reorder's n,
  * reset's after= bytes (0: at once), slice's bytes, corrupt's bytes=,

@@ -45,15 +45,6 @@ static const enum nf_fault sf_fault[SF_N] = {
 	[SF_CLOSE_AFTER] = NF_CLOSE_AFTER,
 };
 
-static const char *const fault_name[] = {
-	[NF_DELAY] = "delay",	      [NF_STALL] = "stall",
-	[NF_THROTTLE] = "throttle",   [NF_DROP] = "drop",
-	[NF_DUPLICATE] = "duplicate", [NF_REORDER] = "reorder",
-	[NF_RESET] = "reset",	      [NF_SLICE] = "slice",
-	[NF_CORRUPT] = "corrupt",     [NF_BLACKHOLE] = "blackhole",
-	[NF_REFUSE] = "refuse",	      [NF_CLOSE_AFTER] = "close-after",
-};
-
 /* One record (or a run of unparsed bytes) waiting to be written. */
 struct seg {
 	struct seg *next;
@@ -177,8 +168,8 @@ static void fault_applied(struct nf_proxy *p, unsigned rule,
 		"netfault: %" PRIu64 ".%03" PRIu64
 		" conn %u rule %u %s %s xid %s %s\n",
 		e.at_ns / 1000000000u, e.at_ns / 1000000u % 1000u, conn, rule,
-		fault_name[fault], msg->dir == NF_CALL ? "call" : "reply", xid,
-		name);
+		nf_fault_name(fault), msg->dir == NF_CALL ? "call" : "reply",
+		xid, name);
 }
 
 /* ---- stream faults ---------------------------------------------------- */

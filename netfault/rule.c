@@ -131,6 +131,11 @@ static const struct fault_info faults[] = {
 
 #define NFAULTS (sizeof(faults) / sizeof(faults[0]))
 
+const char *nf_fault_name(enum nf_fault fault)
+{
+	return (unsigned)fault < NFAULTS ? faults[fault].name : "unknown";
+}
+
 /* ---- the keys --------------------------------------------------------- */
 
 enum key {
