@@ -231,25 +231,81 @@ void spare_stop(struct test_server *s)
 
 /* Partitions. */
 
-void net_partition(unsigned port)
+/*
+ * Loads the partition's rules as the table intrfs_test_PID, the name
+ * tests/run deletes whatever happened to this process.
+ */
+static void net_load(const char *rules)
 {
-	char cmd[1024];
+	char cmd[2048];
 
 	snprintf(nft_table, sizeof(nft_table), "intrfs_test_%d", (int)getpid());
 	snprintf(cmd, sizeof(cmd),
 		 "nft -f - <<'EOF'\n"
-		 "table inet %s {\n"
-		 "  chain in { type filter hook input priority -10; "
-		 "tcp dport %u drop; tcp sport %u drop; }\n"
-		 "  chain out { type filter hook output priority -10; "
-		 "tcp dport %u drop; tcp sport %u drop; }\n"
-		 "}\n"
+		 "table inet %s {\n%s}\n"
 		 "EOF",
-		 nft_table, port, port, port, port);
+		 nft_table, rules);
 	if (system(cmd) != 0)
 		TEST__FAIL("nft could not load the partition (is nftables "
 			   "installed? tests/run installs it)");
 	partitioned = true;
+}
+
+void net_partition(unsigned port)
+{
+	char rules[512];
+
+	snprintf(rules, sizeof(rules),
+		 "  chain in { type filter hook input priority -10; "
+		 "tcp dport %u drop; tcp sport %u drop; }\n"
+		 "  chain out { type filter hook output priority -10; "
+		 "tcp dport %u drop; tcp sport %u drop; }\n",
+		 port, port, port, port);
+	net_load(rules);
+}
+
+/*
+ * Every packet crosses the input hook on loopback, so one chain there
+ * does it all.  The client's packets get an RST; the server's are dropped
+ * but for RSTs, among them the ones the reject sends back to the client
+ * with the server's port as their source.  The counter sees the client's
+ * connection attempts (SYN without ACK).
+ */
+void net_partition_reject(unsigned port)
+{
+	char rules[768];
+
+	snprintf(rules, sizeof(rules),
+		 "  counter syns { }\n"
+		 "  chain in { type filter hook input priority -10; "
+		 "tcp dport %u tcp flags & (syn | ack) == syn "
+		 "counter name \"syns\"; "
+		 "tcp dport %u reject with tcp reset; "
+		 "tcp sport %u tcp flags & rst == rst accept; "
+		 "tcp sport %u drop; }\n",
+		 port, port, port, port);
+	net_load(rules);
+}
+
+uint64_t net_partition_syns(void)
+{
+	char cmd[256], line[256];
+	uint64_t n = 0;
+	bool found = false;
+	FILE *f;
+
+	if (!partitioned)
+		TEST__FAIL("no partition to count connection attempts of");
+	snprintf(cmd, sizeof(cmd), "nft list counter inet %s syns", nft_table);
+	f = popen(cmd, "r");
+	if (!f)
+		TEST__FAIL("popen %s: %s", cmd, strerror(errno));
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, " packets %" SCNu64, &n) == 1)
+			found = true;
+	if (pclose(f) != 0 || !found)
+		TEST__FAIL("%s: no count (not a reject partition?)", cmd);
+	return n;
 }
 
 void net_heal(void)

@@ -43,10 +43,16 @@ void spare_start(struct test_server *s);
 void spare_restart(struct test_server *s);
 void spare_stop(struct test_server *s);
 /*
- * A partition: nftables drops every packet to and from TCP port, both
- * ways, with no RST (net_heal() lifts it; an ASSERT lifts it too).
+ * Partitions, lifted by net_heal() (an ASSERT lifts them too).
+ * net_partition(): nftables drops every packet to and from TCP port, both
+ * ways, with no RST.  net_partition_reject(): the client's packets to port
+ * are answered with an RST (a connect is refused at once, a connection
+ * is reset when it sends), the server's are dropped.
  */
 void net_partition(unsigned port);
+void net_partition_reject(unsigned port);
+/* The connection attempts (SYNs) to port since net_partition_reject(). */
+uint64_t net_partition_syns(void);
 void net_heal(void);
 /* Stops (SIGSTOP) or resumes (SIGCONT) the server. */
 void srv_stall(const struct test_server *s);

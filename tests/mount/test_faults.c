@@ -1,9 +1,10 @@
 /*
- * Faults: a stalled server (SIGSTOP), a partition (nftables drops, no RST),
- * a server killed and started again, a server that answers garbage or
- * nothing, signal storms and SIGKILL on writers with data in flight, a
- * mount command that dies.  Each test checks what a process saw (errno,
- * how long it took, whether it was reaped) and what the export holds.
+ * Faults: a stalled server (SIGSTOP), partitions (nftables drops, no RST;
+ * or rejects, with RSTs), a server killed and started again, a server that
+ * answers garbage or nothing, signal storms and SIGKILL on writers with
+ * data in flight, a mount command that dies.  Each test checks what a
+ * process saw (errno, how long it took, whether it was reaped) and what
+ * the export holds.
  */
 #include "harness.h"
 
@@ -585,6 +586,110 @@ TEST_IMPL(fault_partition_heals_promptly)
 	assert_pattern(lpath(&m, "f"), 0, 32 * MIB);
 	mnt_wait_log(&m, "acknowledged nothing", 1000);
 	mnt_stop(&m);
+	return 0;
+}
+
+/*
+ * Item: under a partition that rejects (every packet of the client's an
+ * RST, every connect refused), a soft call fails with its mount's error
+ * by its major timeout (timeo=10, retrans=1: 1 + 2 s); a hard call keeps
+ * trying while it lasts, paced by the reconnect backoff (100 ms doubling
+ * to 2 s), not in a loop, and completes with the right bytes within
+ * seconds once it heals.
+ */
+#define REJECT_LEN 4096u
+#define REJECT_HOLD_MS 8000u
+
+TEST_IMPL(fault_partition_reject)
+{
+	static const struct {
+		const char *opts;
+		enum probe_op op;
+		int err; /* what the call fails with; 0: done after the heal */
+	} cases[] = {
+		{ "soft,timeo=10,retrans=1", PROBE_READ, EIO },
+		{ "soft,timeo=10,retrans=1", PROBE_STAT, EIO },
+		{ "softerr,timeo=10,retrans=1", PROBE_READ, ETIMEDOUT },
+		{ "hard", PROBE_READ, 0 },
+		{ "hard", PROBE_WRITE, 0 },
+	};
+	static const char *const ops[] = {
+		[PROBE_READ] = "read", [PROBE_WRITE] = "write", [PROBE_STAT] = "stat"
+	};
+	char want[REJECT_LEN];
+
+	for (unsigned i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct probe_result r;
+		struct test_server s;
+		struct probe p;
+		struct mnt m;
+		uint64_t t0, healed, syns;
+
+		fprintf(stderr, "# %s, %s\n", cases[i].opts, ops[cases[i].op]);
+		mnt_fresh(&m, &s, cases[i].opts);
+		fill_random(want, sizeof(want), i);
+		if (cases[i].op == PROBE_WRITE)
+			memset(want, 'w', sizeof(want));
+		else
+			write_file(lpath(&m, "f"), want, sizeof(want));
+		/* Opened before the partition: the call itself meets it. */
+		probe_start(&p, cases[i].op, mpath(&m, "f"), REJECT_LEN, true,
+			    0);
+		probe_wait_ready(&p);
+		net_partition_reject(s.nfs_port);
+		t0 = region_now_ns();
+		probe_go(&p);
+		if (cases[i].err) {
+			if (!probe_wait(&p, 15000, &r, NULL))
+				TEST__FAIL("the call is still blocked 15 s "
+					   "into a partition that rejects");
+			syns = net_partition_syns();
+			net_heal();
+			fprintf(stderr,
+				"# failed with %s after %.2f s, %" PRIu64
+				" connection attempts\n",
+				strerror(r.err), (double)r.ns / 1e9, syns);
+			ASSERT_EQ(r.ret, -1);
+			ASSERT_EQ(r.err, cases[i].err);
+			/*
+			 * The major timeout is 3 s: refused connects do not
+			 * end the call sooner, nor does it wait longer.
+			 */
+			ASSERT_UINT64_GT(r.ns, 2500000000ull);
+			ASSERT_UINT64_LT(r.ns, 4500000000ull);
+			ASSERT_LE(syns, 10);
+			/* Healed, the mount works again. */
+			assert_same_bytes(mpath(&m, "f"), want, sizeof(want));
+			mnt_stop(&m);
+			continue;
+		}
+		if (probe_wait(&p, REJECT_HOLD_MS, &r, NULL))
+			TEST__FAIL("a hard %s ended (%zd, %s) after %.2f s of "
+				   "partition",
+				   ops[cases[i].op], r.ret, strerror(r.err),
+				   (double)r.ns / 1e9);
+		syns = net_partition_syns();
+		net_heal();
+		healed = region_now_ns();
+		if (!probe_wait(&p, 15000, &r, NULL))
+			TEST__FAIL("the hard %s is not done 15 s after the "
+				   "partition healed",
+				   ops[cases[i].op]);
+		fprintf(stderr,
+			"# %" PRIu64 " connection attempts in %.1f s; done "
+			"%.2f s after the heal\n",
+			syns, (double)(healed - t0) / 1e9,
+			(double)(t0 + r.ns - healed) / 1e9);
+		ASSERT_EQ(r.ret, (ssize_t)REJECT_LEN);
+		/* The backoff: 8 in 8 s; without it, thousands. */
+		ASSERT_GE(syns, 1);
+		ASSERT_LE(syns, 12);
+		ASSERT_UINT64_LT(t0 + r.ns - healed, 4000000000ull);
+		if (cases[i].op == PROBE_READ)
+			ASSERT_EQ(memcmp(r.data, want, sizeof(r.data)), 0);
+		assert_same_bytes(lpath(&m, "f"), want, sizeof(want));
+		mnt_stop(&m);
+	}
 	return 0;
 }
 
