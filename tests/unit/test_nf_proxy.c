@@ -36,6 +36,7 @@ struct px {
 	struct nf_events *ev;
 	unsigned port;
 	struct nf_stats st; /* at the stop */
+	struct fake_rpc *f; /* px_start_fake()'s server, stopped with the proxy */
 };
 
 static void on_stop(uv_async_t *a)
@@ -78,7 +79,20 @@ static void px_start(struct px *x, unsigned up_port, const char *const *rules)
 	ASSERT_EQ(pthread_create(&x->th, NULL, px_thread, x), 0);
 }
 
-/* Stops the proxy; returns the events it logged (up to max). */
+/* A fake RPC server, and a proxy to it with rules (NULL-ended). */
+static void px_start_fake(struct px *x, const char *const *rules)
+{
+	struct fake_rpc *f = fake_rpc_start(0);
+
+	ASSERT_NE(f, NULL);
+	px_start(x, fake_rpc_port(f), rules);
+	x->f = f;
+}
+
+/*
+ * Stops the proxy (and px_start_fake()'s server); returns the events it
+ * logged (up to max).
+ */
 static size_t px_stop(struct px *x, struct nf_event *out, size_t max)
 {
 	size_t n;
@@ -91,6 +105,8 @@ static size_t px_stop(struct px *x, struct nf_event *out, size_t max)
 	ASSERT_EQ(uv_loop_close(&x->loop), 0);
 	nf_events_free(x->ev);
 	nf_ruleset_free(x->rs);
+	if (x->f)
+		fake_rpc_stop(x->f);
 	return n;
 }
 
@@ -262,13 +278,11 @@ static void echo_ok(int fd, uint32_t xid, size_t len, unsigned ms)
 TEST_IMPL(nf_proxy_pass_through)
 {
 	static const size_t sizes[] = { 0, 1, 3, 100, 4096, 65537, 1u << 20 };
-	struct fake_rpc *f = fake_rpc_start(0);
 	struct nf_event ev[4];
 	struct px x;
 	int fd;
 
-	ASSERT_NE(f, NULL);
-	px_start(&x, fake_rpc_port(f), NULL);
+	px_start_fake(&x, NULL);
 	fd = tcp_connect(x.port);
 	for (unsigned i = 0; i < 200; i++)
 		echo_ok(fd, 100 + i, sizes[i % ARRAY_SIZE(sizes)] & 0x3ff,
@@ -278,27 +292,24 @@ TEST_IMPL(nf_proxy_pass_through)
 	ASSERT_EQ(nf_proxy_stats(x.p)->conns, 1);
 	close(fd);
 	ASSERT_EQ(px_stop(&x, ev, 4), 0);
-	fake_rpc_stop(f);
 	return 0;
 }
 
 TEST_IMPL(nf_proxy_drop_nth_reply)
 {
 	const char *rules[] = { "drop dir=reply nth=2", NULL };
-	struct fake_rpc *f = fake_rpc_start(0);
 	struct nf_event ev[4];
 	uint8_t *r;
 	size_t n;
 	struct px x;
 	int fd;
 
-	ASSERT_NE(f, NULL);
-	px_start(&x, fake_rpc_port(f), rules);
+	px_start_fake(&x, rules);
 	fd = tcp_connect(x.port);
 	echo_ok(fd, 0x11, 10, 2000);
 	send_call(fd, 0x22, FAKE_ECHO, 10);
 	ASSERT_EQ(recv_record(fd, 300, &r, &n), -ETIMEDOUT);
-	ASSERT_EQ(fake_rpc_wait_seen(f, 2), true); /* the server answered */
+	ASSERT_EQ(fake_rpc_wait_seen(x.f, 2), true); /* the server answered */
 	echo_ok(fd, 0x33, 10, 2000); /* and the next reply is the 3rd's */
 	close(fd);
 	ASSERT_EQ(px_stop(&x, ev, 4), 1);
@@ -308,20 +319,17 @@ TEST_IMPL(nf_proxy_drop_nth_reply)
 	ASSERT_EQ(ev[0].msg.xid, 0x22);
 	ASSERT_EQ(ev[0].msg.dir, NF_REPLY);
 	ASSERT_EQ(ev[0].msg.proc, FAKE_ECHO);
-	fake_rpc_stop(f);
 	return 0;
 }
 
 TEST_IMPL(nf_proxy_delay_reply)
 {
 	const char *rules[] = { "delay 200 dir=reply", NULL };
-	struct fake_rpc *f = fake_rpc_start(0);
 	struct nf_event ev[8];
 	struct px x;
 	int fd;
 
-	ASSERT_NE(f, NULL);
-	px_start(&x, fake_rpc_port(f), rules);
+	px_start_fake(&x, rules);
 	fd = tcp_connect(x.port);
 	for (uint32_t xid = 1; xid <= 3; xid++) {
 		uint64_t t0 = region_now_ns(), ms;
@@ -335,22 +343,19 @@ TEST_IMPL(nf_proxy_delay_reply)
 	ASSERT_EQ(px_stop(&x, ev, 8), 3);
 	ASSERT_EQ(ev[2].fault, NF_DELAY);
 	ASSERT_EQ(ev[2].msg.xid, 3);
-	fake_rpc_stop(f);
 	return 0;
 }
 
 TEST_IMPL(nf_proxy_duplicate_reply)
 {
 	const char *rules[] = { "duplicate dir=reply", NULL };
-	struct fake_rpc *f = fake_rpc_start(0);
 	struct nf_event ev[4];
 	uint8_t *r;
 	size_t n;
 	struct px x;
 	int fd;
 
-	ASSERT_NE(f, NULL);
-	px_start(&x, fake_rpc_port(f), rules);
+	px_start_fake(&x, rules);
 	fd = tcp_connect(x.port);
 	send_call(fd, 0x77, FAKE_ECHO, 1000);
 	for (int i = 0; i < 2; i++) {
@@ -359,11 +364,10 @@ TEST_IMPL(nf_proxy_duplicate_reply)
 		free(r);
 	}
 	ASSERT_EQ(recv_record(fd, 200, &r, &n), -ETIMEDOUT);
-	ASSERT_EQ(fake_rpc_wait_seen(f, 1), true);
+	ASSERT_EQ(fake_rpc_wait_seen(x.f, 1), true);
 	close(fd);
 	ASSERT_EQ(px_stop(&x, ev, 4), 1);
 	ASSERT_EQ(ev[0].fault, NF_DUPLICATE);
-	fake_rpc_stop(f);
 	return 0;
 }
 
@@ -457,7 +461,6 @@ TEST_IMPL(nf_proxy_reset_mid_record)
 TEST_IMPL(nf_proxy_stall_blocks_sender)
 {
 	const char *rules[] = { "stall dir=call for=1s", NULL };
-	struct fake_rpc *f = fake_rpc_start(0);
 	struct nf_event ev[4];
 	size_t rl, off = 0, len = 1u << 20;
 	uint8_t *rec = make_call(5, FAKE_ECHO, len, &rl), *r;
@@ -467,8 +470,7 @@ TEST_IMPL(nf_proxy_stall_blocks_sender)
 	size_t n;
 	int fd, outq = 0;
 
-	ASSERT_NE(f, NULL);
-	px_start(&x, fake_rpc_port(f), rules);
+	px_start_fake(&x, rules);
 	fd = tcp_connect_buf(x.port, 16384);
 	while (off < rl) {
 		ssize_t w = send(fd, rec + off, rl - off,
@@ -482,7 +484,7 @@ TEST_IMPL(nf_proxy_stall_blocks_sender)
 				blocked = true;
 				ASSERT_EQ(ioctl(fd, SIOCOUTQ, &outq), 0);
 				ASSERT_GT(outq, 0);
-				ASSERT_EQ(fake_rpc_bytes(f), 0);
+				ASSERT_EQ(fake_rpc_bytes(x.f), 0);
 			}
 			ASSERT_GE(poll(&pfd, 1, 3000), 0);
 			continue;
@@ -499,7 +501,6 @@ TEST_IMPL(nf_proxy_stall_blocks_sender)
 	ASSERT_EQ(px_stop(&x, ev, 4), 1);
 	ASSERT_EQ(ev[0].fault, NF_STALL);
 	ASSERT_EQ(ev[0].msg.dir, NF_CALL);
-	fake_rpc_stop(f);
 	return 0;
 }
 
@@ -543,18 +544,16 @@ TEST_IMPL(nf_proxy_cli_errors)
 TEST_IMPL(nf_proxy_reorder_reply)
 {
 	const char *rules[] = { "reorder 1 dir=reply nth=1", NULL };
-	struct fake_rpc *f = fake_rpc_start(0);
 	struct nf_event ev[4];
 	uint8_t *r;
 	size_t n;
 	struct px x;
 	int fd;
 
-	ASSERT_NE(f, NULL);
-	px_start(&x, fake_rpc_port(f), rules);
+	px_start_fake(&x, rules);
 	fd = tcp_connect(x.port);
 	send_call(fd, 1, FAKE_ECHO, 16);
-	ASSERT_EQ(fake_rpc_wait_seen(f, 1), true);
+	ASSERT_EQ(fake_rpc_wait_seen(x.f, 1), true);
 	send_call(fd, 2, FAKE_ECHO, 16);
 	for (uint32_t want = 2; want >= 1; want--) {
 		ASSERT_EQ(recv_record(fd, 2000, &r, &n), 0);
@@ -566,7 +565,6 @@ TEST_IMPL(nf_proxy_reorder_reply)
 	ASSERT_EQ(px_stop(&x, ev, 4), 1);
 	ASSERT_EQ(ev[0].fault, NF_REORDER);
 	ASSERT_EQ(ev[0].msg.xid, 1);
-	fake_rpc_stop(f);
 	return 0;
 }
 
@@ -584,19 +582,16 @@ TEST_IMPL(nf_proxy_slice)
 
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
 		const char *rules[] = { cases[i].rule, NULL };
-		struct fake_rpc *f = fake_rpc_start(0);
 		struct nf_event ev[4];
 		struct px x;
 		int fd;
 
-		ASSERT_NE(f, NULL);
-		px_start(&x, fake_rpc_port(f), rules);
+		px_start_fake(&x, rules);
 		fd = tcp_connect(x.port);
 		echo_ok(fd, 40 + (uint32_t)i, cases[i].len, 5000);
 		close(fd);
 		ASSERT_GE(px_stop(&x, ev, 4), 1);
 		ASSERT_EQ(ev[0].fault, NF_SLICE);
-		fake_rpc_stop(f);
 	}
 	return 0;
 }
@@ -614,15 +609,13 @@ TEST_IMPL(nf_proxy_corrupt)
 
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
 		const char *rules[] = { cases[i].rule, NULL };
-		struct fake_rpc *f = fake_rpc_start(0);
 		uint8_t *r, *want;
 		size_t n, rl, diff = 0, at = 0;
 		struct nf_event ev[4];
 		struct px x;
 		int fd;
 
-		ASSERT_NE(f, NULL);
-		px_start(&x, fake_rpc_port(f), rules);
+		px_start_fake(&x, rules);
 		fd = tcp_connect(x.port);
 		send_call(fd, 9, FAKE_ECHO, 200);
 		ASSERT_EQ(recv_record(fd, 2000, &r, &n), 0);
@@ -649,7 +642,6 @@ TEST_IMPL(nf_proxy_corrupt)
 		close(fd);
 		ASSERT_EQ(px_stop(&x, ev, 4), 1);
 		ASSERT_EQ(ev[0].fault, NF_CORRUPT);
-		fake_rpc_stop(f);
 	}
 	return 0;
 }
@@ -658,25 +650,22 @@ TEST_IMPL(nf_proxy_corrupt)
 TEST_IMPL(nf_proxy_blackhole)
 {
 	const char *rules[] = { "blackhole dir=reply", NULL };
-	struct fake_rpc *f = fake_rpc_start(0);
 	struct nf_event ev[4];
 	uint8_t *r;
 	size_t n;
 	struct px x;
 	int fd;
 
-	ASSERT_NE(f, NULL);
-	px_start(&x, fake_rpc_port(f), rules);
+	px_start_fake(&x, rules);
 	fd = tcp_connect(x.port);
 	send_call(fd, 1, FAKE_ECHO, 16);
-	ASSERT_EQ(fake_rpc_wait_seen(f, 1), true);
+	ASSERT_EQ(fake_rpc_wait_seen(x.f, 1), true);
 	ASSERT_EQ(recv_record(fd, 300, &r, &n), -ETIMEDOUT);
 	close(fd);
 	ASSERT_EQ(px_stop(&x, ev, 4), 1);
 	ASSERT_EQ(ev[0].fault, NF_BLACKHOLE);
 	ASSERT_EQ(x.st.records[NF_REPLY], 1);
 	ASSERT_EQ(x.st.bytes[NF_REPLY], 0);
-	fake_rpc_stop(f);
 	return 0;
 }
 
@@ -684,25 +673,22 @@ TEST_IMPL(nf_proxy_blackhole)
 TEST_IMPL(nf_proxy_refuse)
 {
 	const char *rules[] = { "refuse for=300ms", NULL };
-	struct fake_rpc *f = fake_rpc_start(0);
 	struct nf_event ev[4];
 	uint8_t b;
 	struct px x;
 	int fd;
 
-	ASSERT_NE(f, NULL);
-	px_start(&x, fake_rpc_port(f), rules);
+	px_start_fake(&x, rules);
 	fd = tcp_connect(x.port);
 	ASSERT_EQ(recv_full(fd, &b, 1, region_now_ns() + 2000000000u), -EPIPE);
 	close(fd);
-	ASSERT_EQ(fake_rpc_conns(f), 0);
+	ASSERT_EQ(fake_rpc_conns(x.f), 0);
 	test_sleep_ms(350); /* the rule's window, not a wait for an event */
 	fd = tcp_connect(x.port);
 	echo_ok(fd, 1, 8, 2000);
 	close(fd);
 	ASSERT_EQ(px_stop(&x, ev, 4), 1);
 	ASSERT_EQ(ev[0].fault, NF_REFUSE);
-	fake_rpc_stop(f);
 	return 0;
 }
 
@@ -710,15 +696,13 @@ TEST_IMPL(nf_proxy_refuse)
 TEST_IMPL(nf_proxy_close_after)
 {
 	const char *rules[] = { "close-after 100 dir=reply", NULL };
-	struct fake_rpc *f = fake_rpc_start(0);
 	struct nf_event ev[4];
 	uint8_t buf[4096];
 	bool ended;
 	struct px x;
 	int fd;
 
-	ASSERT_NE(f, NULL);
-	px_start(&x, fake_rpc_port(f), rules);
+	px_start_fake(&x, rules);
 	fd = tcp_connect(x.port);
 	send_call(fd, 1, FAKE_ECHO, 1000);
 	ASSERT_EQ(drain(fd, buf, sizeof(buf), 3000, &ended), 100);
@@ -726,7 +710,6 @@ TEST_IMPL(nf_proxy_close_after)
 	close(fd);
 	ASSERT_EQ(px_stop(&x, ev, 4), 1);
 	ASSERT_EQ(ev[0].fault, NF_CLOSE_AFTER);
-	fake_rpc_stop(f);
 	return 0;
 }
 
@@ -734,14 +717,12 @@ TEST_IMPL(nf_proxy_close_after)
 TEST_IMPL(nf_proxy_throttle)
 {
 	const char *rules[] = { "throttle 512 dir=reply", NULL };
-	struct fake_rpc *f = fake_rpc_start(0);
 	struct nf_event ev[4];
 	uint64_t t0, ms;
 	struct px x;
 	int fd;
 
-	ASSERT_NE(f, NULL);
-	px_start(&x, fake_rpc_port(f), rules);
+	px_start_fake(&x, rules);
 	fd = tcp_connect(x.port);
 	t0 = region_now_ns();
 	echo_ok(fd, 1, 512 * 1024, 5000);
@@ -751,7 +732,6 @@ TEST_IMPL(nf_proxy_throttle)
 	close(fd);
 	ASSERT_EQ(px_stop(&x, ev, 4), 1);
 	ASSERT_EQ(ev[0].fault, NF_THROTTLE);
-	fake_rpc_stop(f);
 	return 0;
 }
 
