@@ -160,8 +160,9 @@ bool caller_in_chmod(pid_t tid)
 static void raised(struct job *j, unsigned kind)
 {
 	/*
-	 * relaxed: the watcher reads it under watch.lock, which the callback
-	 * takes after raising; task_interrupt() carries the interrupt itself.
+	 * relaxed: task_interrupt() carries the interrupt itself; the watcher
+	 * reads this only to choose the jobs worth a look at /proc, and a
+	 * stale value costs one look more or one later.
 	 */
 	atomic_fetch_or_explicit(&j->intr, kind, memory_order_relaxed);
 }
@@ -259,7 +260,7 @@ static void answer_dying(struct job *j)
  */
 static bool worth_a_look(const struct job *j, uint64_t now, unsigned *held)
 {
-	/* relaxed: read under watch.lock, which orders it (see raised()). */
+	/* relaxed: a hint for the look, see raised(). */
 	unsigned intr = atomic_load_explicit(&j->intr, memory_order_relaxed);
 
 	if (j->forced) {
@@ -396,4 +397,6 @@ void intr_stop(struct intrfs *fs)
 	pthread_cond_signal(&w->cond);
 	pthread_mutex_unlock(&w->lock);
 	pthread_join(w->thread, NULL);
+	pthread_cond_destroy(&w->cond);
+	pthread_mutex_destroy(&w->lock);
 }

@@ -434,8 +434,12 @@ static int run(struct intrfs *fs, const struct cmdline *cl,
 	rc = bufpool_start();
 	if (rc == 0)
 		rc = intr_start(fs);
-	if (rc == 0)
+	if (rc == 0) {
 		rc = workers_start(fs);
+		/* No worker at all: nothing was submitted, the watcher goes. */
+		if (rc)
+			intr_stop(fs);
+	}
 	if (rc) {
 		fprintf(stderr, PROG ": cannot start workers: %s\n",
 			strerror(-rc));
@@ -507,7 +511,7 @@ int main(int argc, char **argv)
 	struct intrfs fs;
 	struct fs_fuse_opts fo;
 	struct cmdline cl;
-	char err[512];
+	char err[512] = "";
 	char *server = NULL, *path = NULL;
 	struct stat st;
 	int rc;

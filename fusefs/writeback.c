@@ -246,6 +246,12 @@ int wb_truncate(struct job *j, struct node *n, const struct nc_sattr *sa,
  * when the server restarted: they are sent again, FILE_SYNC, so that no
  * second commit is needed.
  */
+/* Whether the server lost e: its WRITE's verifier is not the COMMIT's. */
+static bool lost(const struct extent *e, const unsigned char verf[8])
+{
+	return e->resend || memcmp(e->verf, verf, sizeof(e->verf)) != 0;
+}
+
 static int resend_lost(struct job *j, struct node *n, struct extent *batch,
 		       const unsigned char verf[8])
 {
@@ -254,7 +260,7 @@ static int resend_lost(struct job *j, struct node *n, struct extent *batch,
 	int rc = 0;
 
 	for (struct extent *e = batch; e; e = e->next)
-		if (e->resend || memcmp(e->verf, verf, sizeof(e->verf)) != 0)
+		if (lost(e, verf))
 			bytes += e->len;
 	if (!bytes)
 		return 0;
@@ -263,7 +269,7 @@ static int resend_lost(struct job *j, struct node *n, struct extent *batch,
 		"resending %zu uncommitted bytes of file %" PRIu64 "\n",
 		nc_client_server(j->fs->nc), bytes, n->fileid);
 	for (struct extent *e = batch; e && rc == 0; e = e->next)
-		if (e->resend || memcmp(e->verf, verf, sizeof(e->verf)) != 0)
+		if (lost(e, verf))
 			rc = nc_pwrite(j->fs->nc, &j->cred, &n->fh, e->off,
 				       e->len, e->data, NC_FILE_SYNC, &res);
 	return rc;
