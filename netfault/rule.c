@@ -234,11 +234,6 @@ static bool tok_is(const struct tok *t, const char *word)
 	return t->len == strlen(word) && memcmp(t->p, word, t->len) == 0;
 }
 
-static bool tok_is_nocase(const struct tok *t, const char *word)
-{
-	return t->len == strlen(word) && strncasecmp(t->p, word, t->len) == 0;
-}
-
 /* Decimal digits (or 0x and hex digits when hex) up to max; all of t. */
 static bool parse_number(const struct tok *t, bool hex, uint64_t max,
 			 uint64_t *out)
@@ -364,28 +359,16 @@ static int direction(struct parser *p, const struct tok *t, enum nf_dir *out)
 	return 0;
 }
 
-/*
- * The programs rpc.c can name are all in the block Sun assigned to its own
- * programs (RFC 5531, appendix B: 100000 to 100999), so a name is looked
- * up by asking rpc.c for each number of that block: rpc.c stays the one
- * place that knows the numbers.
- */
-#define SUN_PROG_FIRST 100000u
-#define SUN_PROG_LAST 100999u
-
+/* A program by name (any case), as rpc.c knows it: NFS, PORTMAP, ... */
 static bool prog_by_name(const struct tok *t, uint32_t *prog)
 {
-	uint32_t n;
+	char buf[32];
 
-	for (n = SUN_PROG_FIRST; n <= SUN_PROG_LAST; n++) {
-		const char *name = nf_prog_name(n);
-
-		if (name && tok_is_nocase(t, name)) {
-			*prog = n;
-			return true;
-		}
-	}
-	return false;
+	if (t->len >= sizeof(buf))
+		return false;
+	memcpy(buf, t->p, t->len);
+	buf[t->len] = '\0';
+	return nf_prog_lookup(buf, prog) == 0;
 }
 
 /* The program's name, or its number in buf. */
@@ -915,9 +898,14 @@ void nf_rule_format(const struct nf_rule *r, char *buf, size_t len)
 		put_duration(&o, "at=", s->at_ns);
 	if (s->has_event) {
 		const char *name = proc_name_of(s->ev_prog, s->ev_proc);
+		uint32_t prog, proc;
 
-		put(&o, " after=%llu:%s:%s", (unsigned long long)s->ev_n,
-		    name ? name : "?", dir_name(s->ev_dir));
+		put(&o, " after=%llu:", (unsigned long long)s->ev_n);
+		/* A bare name means NFS, then MOUNT: else say the program. */
+		if (name && (nf_proc_lookup(name, &prog, &proc) != 0 ||
+			     prog != s->ev_prog || proc != s->ev_proc))
+			put(&o, "%s.", nf_prog_name(s->ev_prog));
+		put(&o, "%s:%s", name ? name : "?", dir_name(s->ev_dir));
 	}
 	if (s->has_for)
 		put_duration(&o, "for=", s->for_ns);
