@@ -121,12 +121,50 @@ sb_put(struct sbuf *b, const char *fmt, ...)
 }
 
 /* s as a JSON string, quotes included. */
+/*
+ * The length of the UTF-8 sequence at p (1 to 4), or 0 when it is not
+ * one: a stray continuation byte, a truncated or overlong sequence, a
+ * surrogate or a code point past U+10FFFF.
+ */
+static size_t utf8_len(const unsigned char *p)
+{
+	size_t n = *p >= 0xf0 ? 4 : *p >= 0xe0 ? 3 : *p >= 0xc2 ? 2 : 0;
+	uint32_t cp;
+
+	if (*p > 0xf4 || !n)
+		return 0;
+	cp = *p & (0x7f >> n);
+	for (size_t i = 1; i < n; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (p[i] & 0x3f);
+	}
+	if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) ||
+	    (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
+		return 0;
+	return n;
+}
+
+/*
+ * s as a JSON string.  Requests quoted back in answers are the peer's
+ * bytes: what is not UTF-8 becomes U+FFFD, so the answer stays JSON.
+ */
 static void sb_json(struct sbuf *b, const char *s)
 {
 	const unsigned char *p;
 
 	sb_put(b, "\"");
 	for (p = (const unsigned char *)s; *p; p++) {
+		if (*p >= 0x80) {
+			size_t n = utf8_len(p);
+
+			if (n)
+				sb_put(b, "%.*s", (int)n, (const char *)p);
+			else
+				sb_put(b, "\\ufffd");
+			p += n ? n - 1 : 0;
+			continue;
+		}
 		if (*p == '"' || *p == '\\')
 			sb_put(b, "\\%c", *p);
 		else if (*p == '\n')

@@ -355,6 +355,10 @@ TEST_IMPL(nf_control_rules)
 	expect(&fx, &cl, "fr\"o\\b\x01\t",
 	       "{\"ok\":false,\"error\":\"unknown command "
 	       "'fr\\\"o\\\\b\\u0001'\"}");
+	/* UTF-8 passes; bytes that are not UTF-8 become U+FFFD. */
+	expect(&fx, &cl, "\xc3\xa9\xff\xc3",
+	       "{\"ok\":false,\"error\":\"unknown command "
+	       "'\xc3\xa9\\ufffd\\ufffd'\"}");
 	close(cl.fd);
 	fx_done(&fx);
 	return 0;
