@@ -12,6 +12,7 @@
 
 #include "fake_rpc.h"
 #include "netfault_i.h"
+#include "rpc_encode.h"
 
 #include <uv.h>
 
@@ -162,7 +163,7 @@ static uint8_t *make_call(uint32_t xid, uint32_t proc, size_t len,
 			   0,	0, 0, 0,	 (uint32_t)len };
 
 	ASSERT_NE(r, NULL);
-	put32(r, 0x80000000u | (uint32_t)body);
+	put32(r, RPC_LAST_FRAG | (uint32_t)body);
 	for (size_t i = 0; i < 11; i++)
 		put32(r + 4 + 4 * i, hdr[i]);
 	for (size_t i = 0; i < len; i++)
@@ -228,7 +229,7 @@ static int recv_record(int fd, unsigned ms, uint8_t **out, size_t *len)
 		if (rc)
 			break;
 		m = get32(mark);
-		fl = m & 0x7fffffffu;
+		fl = m & ~RPC_LAST_FRAG;
 		ASSERT_LE(have + fl, 2u << 20);
 		buf = realloc(buf, have + fl + 1);
 		ASSERT_NE(buf, NULL);
@@ -236,7 +237,7 @@ static int recv_record(int fd, unsigned ms, uint8_t **out, size_t *len)
 		if (rc)
 			break;
 		have += fl;
-		if (m & 0x80000000u) {
+		if (m & RPC_LAST_FRAG) {
 			*out = buf;
 			*len = have;
 			return 0;
