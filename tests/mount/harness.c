@@ -646,12 +646,7 @@ void probe_run(struct probe *p, enum probe_op op, const char *path, size_t len,
 
 void probe_wait_blocked(const struct probe *p)
 {
-	uint64_t end = region_now_ns() + 10000000000ull;
-
-	while (!probe_blocked(p)) {
-		ASSERT_LT(region_now_ns(), end);
-		usleep(500);
-	}
+	ASSERT_WITHIN(probe_blocked(p), 10000);
 }
 
 void probe_wait_ready(struct probe *p)
