@@ -130,9 +130,8 @@ struct cli_lanes {
 	pthread_cond_t cond;
 	uint64_t turn; /* the chunk whose local I/O may go next */
 	uint64_t end; /* chunks at or past this one are not needed */
-	int rc; /* the first error */
+	int rc; /* the first error; the lanes stop once it is set */
 	const char *what; /* what that error is about */
-	bool stop;
 };
 
 void cli_lanes_fail(struct cli_lanes *l, int rc, const char *what);

@@ -25,7 +25,6 @@ static void lanes_init(struct cli_lanes *l)
 	l->end = UINT64_MAX;
 	l->rc = 0;
 	l->what = NULL;
-	l->stop = false;
 }
 
 static void lanes_destroy(struct cli_lanes *l)
@@ -34,7 +33,7 @@ static void lanes_destroy(struct cli_lanes *l)
 	pthread_cond_destroy(&l->cond);
 }
 
-/* Records the first error and stops both lanes. */
+/* Records the first error (rc < 0) and so stops both lanes. */
 void cli_lanes_fail(struct cli_lanes *l, int rc, const char *what)
 {
 	pthread_mutex_lock(&l->lock);
@@ -42,7 +41,6 @@ void cli_lanes_fail(struct cli_lanes *l, int rc, const char *what)
 		l->rc = rc;
 		l->what = what;
 	}
-	l->stop = true;
 	pthread_cond_broadcast(&l->cond);
 	pthread_mutex_unlock(&l->lock);
 }
@@ -53,9 +51,9 @@ bool cli_lanes_wait_turn(struct cli_lanes *l, uint64_t k)
 	bool go;
 
 	pthread_mutex_lock(&l->lock);
-	while (!l->stop && l->turn != k && k < l->end)
+	while (!l->rc && l->turn != k && k < l->end)
 		pthread_cond_wait(&l->cond, &l->lock);
-	go = !l->stop && k < l->end;
+	go = !l->rc && k < l->end;
 	pthread_mutex_unlock(&l->lock);
 	return go;
 }
@@ -76,7 +74,7 @@ bool cli_lanes_needed(struct cli_lanes *l, uint64_t k)
 	bool go;
 
 	pthread_mutex_lock(&l->lock);
-	go = !l->stop && k < l->end;
+	go = !l->rc && k < l->end;
 	pthread_mutex_unlock(&l->lock);
 	return go;
 }
