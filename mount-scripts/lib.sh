@@ -34,6 +34,16 @@ warn() {
     printf '%s: warning: %s\n' "$PROG" "$*" >&2
 }
 
+# The script's first comment without its '# ' marks: its --help text.
+header_help() {
+    sed -n '2,/^[^#]/{/^#/!d;s/^# \{0,1\}//;p}' "$0"
+}
+
+# The "Usage:" line of the script's first comment.
+usage_line() {
+    sed -n 's/^# \(Usage: .*\)/\1/p' "$0"
+}
+
 # A bad argument: says so, then how to call (the script's usage()), exit 2.
 usage_error() {
     printf '%s: error: %s\n' "$PROG" "$*" >&2
