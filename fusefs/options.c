@@ -27,6 +27,9 @@
 /* nfs(5)'s attribute cache defaults, in seconds. */
 #define AC_REGMIN 3
 #define AC_DIRMIN 30
+/* A default as --help prints it. */
+#define STR_(x) #x
+#define STR(x) STR_(x)
 #define SECONDS_MAX 86400
 /* The --help text: where the help of an option starts, how wide it is. */
 #define HELP_COLUMN 17
@@ -137,7 +140,9 @@ static const struct opt_def opt_defs[] = {
 		  "minutes a hard mount keeps trying to reach the server (2)"),
 	KIND("actimeo", OPT_ACTIMEO,
 	     "actimeo=N, acregmin=N, acregmax=N, acdirmin=N, acdirmax=N, noac",
-	     "\nattribute cache times in seconds (3/60/30/60)"),
+	     "\nattribute cache seconds, files " STR(AC_REGMIN) ", directories "
+	     STR(AC_DIRMIN) "; FUSE keeps\n"
+	     "one time per file: the *max ones are accepted, the *min used"),
 	SECONDS("acregmin", acregmin),
 	SECONDS_UNKEPT("acregmax"),
 	SECONDS("acdirmin", acdirmin),
