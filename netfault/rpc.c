@@ -138,6 +138,14 @@ static bool decode_reply(struct cur *c, struct nf_msg *msg)
 	return false;
 }
 
+/* msg as for a record of len bytes going dir that is not RPC. */
+static void msg_clear(struct nf_msg *msg, enum nf_dir dir, size_t len)
+{
+	memset(msg, 0, sizeof(*msg));
+	msg->dir = dir;
+	msg->len = len > UINT32_MAX ? UINT32_MAX : (uint32_t)len;
+}
+
 bool nf_rpc_decode(const uint8_t *body, size_t len, enum nf_dir dir,
 		   struct nf_msg *msg)
 {
@@ -145,9 +153,7 @@ bool nf_rpc_decode(const uint8_t *body, size_t len, enum nf_dir dir,
 	uint32_t xid, type;
 	bool ok;
 
-	memset(msg, 0, sizeof(*msg));
-	msg->dir = dir;
-	msg->len = len > UINT32_MAX ? UINT32_MAX : (uint32_t)len;
+	msg_clear(msg, dir, len);
 	if (!get_u32(&c, &xid) || !get_u32(&c, &type))
 		return false;
 	if (type != (dir == NF_CALL ? CALL : REPLY))
@@ -155,9 +161,8 @@ bool nf_rpc_decode(const uint8_t *body, size_t len, enum nf_dir dir,
 	msg->xid = xid;
 	ok = dir == NF_CALL ? decode_call(&c, msg) : decode_reply(&c, msg);
 	if (!ok) {
-		memset(msg, 0, sizeof(*msg));
-		msg->dir = dir;
-		msg->len = len > UINT32_MAX ? UINT32_MAX : (uint32_t)len;
+		/* Nothing half decoded is left for the caller to trust. */
+		msg_clear(msg, dir, len);
 		return false;
 	}
 	msg->rpc = true;
