@@ -94,21 +94,39 @@ bool proc_in_fuse(pid_t pid)
 	return strstr(wchan, "fuse") || strstr(wchan, "request_wait");
 }
 
-bool proc_signal_pending(pid_t pid, int sig)
+/*
+ * The value of field ("VmRSS") of /proc/<pid>/status as a number in base;
+ * false when pid or the field is not there.
+ */
+static bool status_field(pid_t pid, const char *field, int base,
+			 unsigned long long *out)
 {
-	uint64_t bit = 1ull << (sig - 1);
-	char path[64], buf[4096];
+	char path[64], buf[4096], key[32];
 	const char *p;
 
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	if (!read_small(path, buf, sizeof(buf)))
+	snprintf(key, sizeof(key), "\n%s:", field);
+	if (!read_small(path, buf, sizeof(buf)) || !(p = strstr(buf, key)))
 		return false;
+	*out = strtoull(p + strlen(key), NULL, base);
+	return true;
+}
+
+bool proc_signal_pending(pid_t pid, int sig)
+{
+	uint64_t bit = 1ull << (sig - 1);
+	unsigned long long v;
+
 	/* SigPnd: pending for the thread; ShdPnd: for the whole process. */
-	p = strstr(buf, "\nSigPnd:");
-	if (p && strtoull(p + 8, NULL, 16) & bit)
-		return true;
-	p = strstr(buf, "\nShdPnd:");
-	return p && strtoull(p + 8, NULL, 16) & bit;
+	return (status_field(pid, "SigPnd", 16, &v) && (v & bit)) ||
+	       (status_field(pid, "ShdPnd", 16, &v) && (v & bit));
+}
+
+unsigned long proc_status_kib(pid_t pid, const char *field)
+{
+	unsigned long long v;
+
+	return status_field(pid, field, 10, &v) ? (unsigned long)v : 0;
 }
 
 unsigned proc_children(pid_t parent, pid_t *out, unsigned max)

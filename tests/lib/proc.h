@@ -24,6 +24,8 @@ bool proc_stop(pid_t pid, unsigned timeout_ms);
 bool proc_in_fuse(pid_t pid);
 /* True while sig is pending for pid (its thread's or the process's). */
 bool proc_signal_pending(pid_t pid, int sig);
+/* A kB field of pid's status ("VmRSS", "VmHWM"); 0 when not there. */
+unsigned long proc_status_kib(pid_t pid, const char *field);
 /* The pids of the live children of parent (at most max); how many. */
 unsigned proc_children(pid_t parent, pid_t *out, unsigned max);
 /*

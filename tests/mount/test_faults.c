@@ -859,22 +859,6 @@ TEST_IMPL(fault_mount_command_death_ends_attempt)
  * 4 writers of 256 MiB with wbuf=8, then the daemon gives back what it
  * no longer uses.
  */
-static unsigned long status_kib(pid_t pid, const char *field)
-{
-	char path[64], line[256];
-	unsigned long v = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	f = fopen(path, "r");
-	ASSERT_NOT_NULL(f);
-	while (fgets(line, sizeof(line), f))
-		if (strncmp(line, field, strlen(field)) == 0)
-			v = strtoul(line + strlen(field), NULL, 10);
-	fclose(f);
-	return v;
-}
-
 TEST_IMPL(fault_memory_bounded)
 {
 	pid_t pid[4];
@@ -900,12 +884,12 @@ TEST_IMPL(fault_memory_bounded)
 		ASSERT_EQ(waitpid(pid[k], NULL, 0), pid[k]);
 		close(fd[k]);
 	}
-	hwm = status_kib(m.pid, "VmHWM:");
+	hwm = proc_status_kib(m.pid, "VmHWM");
 	/* Idle slabs are given back within a second or two. */
 	end = region_now_ns() + 5000000000ull;
 	do {
 		test_sleep_ms(200);
-		rss = status_kib(m.pid, "VmRSS:");
+		rss = proc_status_kib(m.pid, "VmRSS");
 	} while (rss > 64 * 1024 && region_now_ns() < end);
 	fprintf(stderr, "# after 1 GiB written: peak %lu MiB, now %lu MiB\n",
 		hwm / 1024, rss / 1024);
