@@ -236,6 +236,43 @@ TEST_IMPL(nf_ruleset_ids)
 	return 0;
 }
 
+static void count_change(void *arg)
+{
+	(*(unsigned *)arg)++;
+}
+
+/*
+ * The change hook (the proxy's: stream faults looked up again at once)
+ * runs on every add and remove that changed something, never on a refusal.
+ */
+TEST_IMPL(nf_ruleset_on_change)
+{
+	struct nf_ruleset *rs = nf_ruleset_new();
+	unsigned changes = 0, id;
+	char err[512];
+
+	ASSERT_NOT_NULL(rs);
+	nf_ruleset_on_change(rs, count_change, &changes);
+	ASSERT_EQ(nf_ruleset_add(rs, "stall dir=reply", &id, err, sizeof(err)),
+		  0);
+	ASSERT_EQ(changes, 1);
+	ASSERT_EQ(nf_ruleset_add(rs, "stall dir=sideways", &id, err,
+				 sizeof(err)),
+		  -EINVAL);
+	ASSERT_EQ(changes, 1);
+	ASSERT_EQ(nf_ruleset_remove(rs, 7), -ENOENT);
+	ASSERT_EQ(changes, 1);
+	ASSERT_EQ(nf_ruleset_remove(rs, id), 0);
+	ASSERT_EQ(changes, 2);
+	ASSERT_EQ(nf_ruleset_remove(rs, 0), 0);
+	ASSERT_EQ(changes, 3);
+	nf_ruleset_on_change(rs, NULL, NULL);
+	ASSERT_EQ(nf_ruleset_add(rs, "drop", &id, err, sizeof(err)), 0);
+	ASSERT_EQ(changes, 3);
+	nf_ruleset_free(rs);
+	return 0;
+}
+
 TEST_IMPL(nf_ruleset_bound)
 {
 	struct nf_ruleset *rs = nf_ruleset_new();

@@ -802,12 +802,13 @@ int scn_parse_text(const char *path, const char *text, struct scenario *s,
 			break;
 		p = nl + 1;
 	}
-	c.line = "";
-	c.line_len = 0;
-	if (!seen_workload)
-		return fail_at(&c, NULL,
-			       "no workload line (workload read, "
-			       "workload write size=16M...)");
+	if (!seen_workload) {
+		fprintf(err,
+			"%s: no workload line (workload read, workload write "
+			"size=16M...)\n",
+			path);
+		return -1;
+	}
 	if (!s->nresults) {
 		s->results[0] = RES_OK;
 		s->nresults = 1;

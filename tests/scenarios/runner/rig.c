@@ -53,6 +53,21 @@ static void say(const struct rig *r, const char *fmt, ...)
 	va_end(ap);
 }
 
+/*
+ * Notes a pid where tests/run finds it ($INTRFS_TEST_PIDS), so that a
+ * daemon or a netfault a killed runner left behind is stopped by its pid.
+ */
+static void note_pid(pid_t pid)
+{
+	const char *path = getenv("INTRFS_TEST_PIDS");
+	FILE *f = path && *path ? fopen(path, "a") : NULL;
+
+	if (f) {
+		fprintf(f, "%d\n", (int)pid);
+		fclose(f);
+	}
+}
+
 /* The last lines of a log file, for an error message. */
 static void log_tail(const char *path, char *buf, size_t len)
 {
@@ -205,6 +220,7 @@ int rig_netfault_start(struct rig *r, char *err, size_t len)
 		_exit(127);
 	}
 	r->nf_pid = pid;
+	note_pid(pid);
 	while (count_lines_with(errlog, "listening") < 2) {
 		if (waitpid(pid, &status, WNOHANG) == pid || ms_now() > end) {
 			log_tail(errlog, tail, sizeof(tail));
@@ -372,6 +388,7 @@ int rig_mount(struct rig *r, const char *opts, char *err, size_t len)
 		_exit(127);
 	}
 	r->daemon = pid;
+	note_pid(pid);
 	say(r, "intrfs (pid %d) mounts %s on %s -o %s", (int)pid, source,
 	    r->mnt, o);
 	while (!is_mounted(r->mnt)) {

@@ -1,0 +1,261 @@
+/*
+ * Tests of the scenario parser (tests/scenarios/runner/parse.c): every
+ * ```scn block of tests/scenarios/README.md and every scenario file kept
+ * in tests/scenarios/ parses, and its canonical form parses back to the
+ * same canonical form; each kind of mistake is refused with FILE:LINE:COL,
+ * the line and a caret under the mistake; the defaults are the README's.
+ */
+#include "test.h"
+
+#include "scenario.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+
+/* text parses, and its canonical form is a fixed point. */
+static void round_trip(const char *name, const char *text)
+{
+	static struct scenario a, b;
+	char *c1 = NULL, *c2 = NULL;
+	size_t l1 = 0, l2 = 0;
+	FILE *f;
+
+	if (scn_parse_text(name, text, &a, stderr) < 0)
+		TEST__FAIL("%s did not parse:\n%s", name, text);
+	f = open_memstream(&c1, &l1);
+	scn_print(&a, f);
+	fclose(f);
+	if (scn_parse_text(name, c1, &b, stderr) < 0)
+		TEST__FAIL("the canonical form of %s did not parse:\n%s", name,
+			   c1);
+	f = open_memstream(&c2, &l2);
+	scn_print(&b, f);
+	fclose(f);
+	ASSERT_STR_EQ(c2, c1);
+	free(c1);
+	free(c2);
+}
+
+TEST_IMPL(scenario_readme_examples)
+{
+	FILE *f = fopen(SCN_README, "r");
+	char line[1024], text[8192];
+	bool in = false;
+	unsigned n = 0;
+
+	ASSERT_NOT_NULL(f);
+	text[0] = '\0';
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "```", 3) == 0) {
+			if (in) {
+				round_trip("README.md", text);
+				n++;
+			}
+			in = strncmp(line, "```scn", 6) == 0;
+			text[0] = '\0';
+			continue;
+		}
+		if (in && strlen(text) + strlen(line) < sizeof(text))
+			strcat(text, line);
+	}
+	fclose(f);
+	ASSERT_GE(n, 1);
+	return 0;
+}
+
+/* The scenario files kept in the tree (not the generated matrix). */
+TEST_IMPL(scenario_files_parse)
+{
+	static struct scenario s;
+	DIR *d = opendir(SCN_DIR);
+	struct dirent *e;
+	unsigned n = 0;
+
+	ASSERT_NOT_NULL(d);
+	while ((e = readdir(d))) {
+		size_t len = strlen(e->d_name);
+		char path[1024];
+
+		if (len < 5 || strcmp(e->d_name + len - 4, ".scn") != 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", SCN_DIR, e->d_name);
+		if (scn_parse_file(path, &s, stderr) < 0)
+			TEST__FAIL("%s does not parse", path);
+		n++;
+	}
+	closedir(d);
+	fprintf(stderr, "%u scenario files parse\n", n);
+	return 0;
+}
+
+TEST_IMPL(scenario_defaults)
+{
+	static struct scenario s;
+
+	ASSERT_EQ(scn_parse_text("dir/seed-1.scn", "workload read\n", &s,
+				 stderr),
+		  0);
+	ASSERT_STR_EQ(s.name, "seed-1");
+	ASSERT_EQ(s.op, OP_READ);
+	ASSERT_EQ(s.size, 1u << 20);
+	ASSERT_EQ(s.chunk, 1u << 20);
+	ASSERT_EQ(s.procs, 1);
+	ASSERT_EQ(s.direct, false);
+	ASSERT_EQ(s.sig, 0);
+	ASSERT_EQ(s.nresults, 1);
+	ASSERT_EQ(s.results[0], RES_OK);
+	ASSERT_EQ(s.export_state, ST_AUTO);
+	ASSERT_EQ(s.timeout_ns, 60000000000ull);
+	ASSERT_EQ(s.nfaults, 0);
+	return 0;
+}
+
+TEST_IMPL(scenario_full)
+{
+	static struct scenario s;
+	const char *text =
+		"# comment\n"
+		"name   a/b-c\n"
+		"about  what it shows\n"
+		"mount  soft,timeo=5\n"
+		"workload write size=16M chunk=64K procs=3 direct\n"
+		"fault at=0 for=1500ms netfault stall dir=call\n"
+		"fault at=2s restart\n"
+		"fault at=100ms for=1s partition reject\n"
+		"fault at=1m for=2s pause\n"
+		"signal INT default at=250ms every=5ms when=blocked\n"
+		"expect result=ok|EINTR|killed latency<=2s latency>=1ms\n"
+		"expect elapsed<=3s resets>=1 resets<=4 export=any data=any\n"
+		"timeout 90s\n";
+
+	ASSERT_EQ(scn_parse_text("x.scn", text, &s, stderr), 0);
+	ASSERT_STR_EQ(s.name, "a/b-c");
+	ASSERT_STR_EQ(s.about, "what it shows");
+	ASSERT_STR_EQ(s.mount, "soft,timeo=5");
+	ASSERT_EQ(s.op, OP_WRITE);
+	ASSERT_EQ(s.size, 16u << 20);
+	ASSERT_EQ(s.chunk, 64u << 10);
+	ASSERT_EQ(s.procs, 3);
+	ASSERT(s.direct);
+	ASSERT_EQ(s.nfaults, 4);
+	ASSERT_EQ(s.faults[0].kind, FK_NETFAULT);
+	ASSERT_STR_EQ(s.faults[0].rule, "stall dir=call");
+	ASSERT_EQ(s.faults[0].for_ns, 1500000000ull);
+	ASSERT_EQ(s.faults[1].kind, FK_RESTART);
+	ASSERT(!s.faults[1].has_for);
+	ASSERT_EQ(s.faults[1].at_ns, 2000000000ull);
+	ASSERT_EQ(s.faults[2].kind, FK_PARTITION_REJECT);
+	ASSERT_EQ(s.faults[3].kind, FK_PAUSE);
+	ASSERT_EQ(s.faults[3].at_ns, 60000000000ull);
+	ASSERT_EQ(s.sig, SIGINT);
+	ASSERT_EQ(s.action, ACT_DEFAULT);
+	ASSERT_EQ(s.sig_at_ns, 250000000ull);
+	ASSERT_EQ(s.every_ns, 5000000ull);
+	ASSERT(s.when_blocked);
+	ASSERT_EQ(s.nresults, 3);
+	ASSERT_EQ(s.results[1], EINTR);
+	ASSERT_EQ(s.results[2], RES_KILLED);
+	ASSERT_EQ(s.latency_max.ns, 2000000000ull);
+	ASSERT_EQ(s.latency_min.ns, 1000000ull);
+	ASSERT_EQ(s.elapsed_max.ns, 3000000000ull);
+	ASSERT(s.resets_min_set && s.resets_max_set && !s.resets_eq_set);
+	ASSERT_EQ(s.resets_min, 1);
+	ASSERT_EQ(s.resets_max, 4);
+	ASSERT_EQ(s.export_state, ST_ANY);
+	ASSERT(s.data_any);
+	ASSERT_EQ(s.timeout_ns, 90000000000ull);
+	round_trip("x.scn", text);
+	return 0;
+}
+
+/* Each mistake: its message's first line, whole. */
+static const struct {
+	const char *text;
+	const char *first;
+	const char *caret_line; /* the third line: the caret under it */
+} mistakes[] = {
+	{ "workload reed\n", "f.scn:1:10: unknown operation 'reed'",
+	  "           ^" },
+	{ "workload read\nfault for=1s pause\n",
+	  "f.scn:2:6: fault needs at=", NULL },
+	{ "workload read\nfault at=1x pause\n", "f.scn:2:11: '1x' needs a unit",
+	  "            ^" },
+	{ "workload read\nfault at=2 pause\n", "f.scn:2:11: '2' needs a unit",
+	  NULL },
+	{ "workload read\nfault at=0 netfault stall at=2s\n",
+	  "f.scn:2:27: in a rule, at=, for=, from= and until= count from "
+	  "netfault's start",
+	  NULL },
+	{ "workload read\nfault at=0 partition\n",
+	  "f.scn:2:21: partition is 'partition drop' or 'partition reject'",
+	  NULL },
+	{ "workload read\nsignal SIGFOO\n",
+	  "f.scn:2:8: unknown signal 'SIGFOO'", NULL },
+	{ "workload read\nsignal SIGKILL handler\n",
+	  "f.scn:2:16: SIGKILL takes no action", NULL },
+	{ "workload read\nexpect result=EWAT\n",
+	  "f.scn:2:15: unknown result 'EWAT'", NULL },
+	{ "workload read\nexpect result=ok|\n", "f.scn:2:18: unknown result ''",
+	  NULL },
+	{ "workload read\nexpect colour=red\n",
+	  "f.scn:2:8: unknown check 'colour=red'", NULL },
+	{ "workload read\nexpect latency\n",
+	  "f.scn:2:8: 'latency' is not KEY=VALUE", NULL },
+	{ "workload read\nmount hard,port=1\n",
+	  "f.scn:2:7: port= and mountport= are netfault's", NULL },
+	{ "workload read procs=0\n", "f.scn:1:21: procs= is 1 to 64", NULL },
+	{ "workload read size=99999999999999999999\n",
+	  "f.scn:1:20: 99999999999999999999 is too large", NULL },
+	{ "workload read\nworkload write\n",
+	  "f.scn:2:1: a second workload line", NULL },
+	{ "workload read\nfrobnicate\n",
+	  "f.scn:2:1: unknown directive "
+	  "'frobnicate'",
+	  NULL },
+	{ "workload read\ntimeout 0\n", "f.scn:2:9: timeout must be > 0",
+	  NULL },
+};
+
+TEST_IMPL(scenario_mistakes)
+{
+	static struct scenario s;
+	char *msg = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&msg, &len);
+
+	/* A mistake of the whole file has no line. */
+	ASSERT_EQ(scn_parse_text("f.scn", "# nothing\n", &s, f), -1);
+	fclose(f);
+	ASSERT_STR_EQ(msg, "f.scn: no workload line (workload read, workload "
+			   "write size=16M...)\n");
+	free(msg);
+
+	for (size_t i = 0; i < ARRAY_SIZE(mistakes); i++) {
+		char *nl, *second, *third;
+
+		msg = NULL;
+		len = 0;
+		f = open_memstream(&msg, &len);
+		ASSERT_EQ(scn_parse_text("f.scn", mistakes[i].text, &s, f), -1);
+		fclose(f);
+		nl = strchr(msg, '\n');
+		ASSERT_NOT_NULL(nl);
+		*nl = '\0';
+		if (strncmp(msg, mistakes[i].first, strlen(mistakes[i].first)))
+			TEST__FAIL("for %s: '%s', want '%s...'",
+				   mistakes[i].text, msg, mistakes[i].first);
+		/* The line, then the caret. */
+		second = nl + 1;
+		third = strchr(second, '\n');
+		ASSERT_NOT_NULL(third);
+		third++;
+		ASSERT_NOT_NULL(strchr(third, '^'));
+		if (mistakes[i].caret_line)
+			ASSERT_EQ(strncmp(third, mistakes[i].caret_line,
+					  strlen(mistakes[i].caret_line)),
+				  0);
+		free(msg);
+	}
+	return 0;
+}
