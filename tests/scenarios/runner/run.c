@@ -300,10 +300,12 @@ static void timeline(const struct scenario *s, struct rig *r, struct outcome *o)
 		uint64_t t = now_ns() - o->t0, next = UINT64_MAX;
 		struct timespec ts;
 
-		if (run_stop) {
+		if (run_stop && !hung) {
 			snprintf(o->error, sizeof(o->error), "interrupted");
 			kill_all(s, o);
 			hung = true;
+			/* Whatever holds them (a nointr wait) is lifted. */
+			rig_lift_all(r);
 		}
 		/* What is due now. */
 		for (unsigned i = 0; i < s->nfaults; i++) {
