@@ -117,7 +117,8 @@ static const char usage_text[] =
 static const char usage_text2[] =
 	"    --seed N          the seed (default: from the time and pid)\n"
 	"    --procs N         worker processes (default 4, at most 64)\n"
-	"    --ops N           operations per worker (default 1000)\n"
+	"    --ops N           calls per worker, an implicit open or close\n"
+	"                      included (default 1000)\n"
 	"    --seconds S       run each worker for S seconds instead of --ops\n"
 	"    --server HOST     the NFS server (default $INTRFS_TEST_SERVER,\n"
 	"                      else 127.0.0.1)\n"
@@ -161,7 +162,8 @@ static const char usage_text2[] =
 	"EXIT STATUS\n"
 	"    0 the export matches the model; 1 a mismatch, an unexpected error\n"
 	"    or a worker stuck; 2 a usage error or a set-up failure (the\n"
-	"    server, netfault or the mount could not be started).\n"
+	"    server, netfault or the mount could not be started); 128+N when\n"
+	"    stopped by signal N (SIGINT, SIGTERM), after cleaning up.\n"
 	"\n"
 	"EXAMPLES\n"
 	"    intrfs-exercise --export /srv/export --nfs-port 2049 \\\n"
@@ -309,6 +311,19 @@ static void print_tail(const char *path, unsigned lines)
 static int nf_ctl(const char *req, char *ans, size_t len);
 
 /*
+ * How long worker k has made no progress.  Its time is read before the
+ * clock: the worker writes it all the time, and a time newer than the clock
+ * read before it would make a busy worker look stuck forever.
+ */
+static uint64_t idle_ns(unsigned k)
+{
+	uint64_t last = __atomic_load_n(&g.sh[k].progress_ns, __ATOMIC_RELAXED);
+	uint64_t now = xnow_ns();
+
+	return now > last ? now - last : 0;
+}
+
+/*
  * On a failure, before anything is stopped: where each worker is, and what
  * netfault has in force and has done.
  */
@@ -322,8 +337,8 @@ static void print_state(void)
 			"intrfs-exercise: worker %u: step '%c', %" PRIu64
 			" operations, last progress %.1f s ago%s%s\n",
 			k, g.w[k].state ? g.w[k].state : '-', g.sh[k].ops,
-			(now - g.sh[k].progress_ns) / 1e9,
-			g.sh[k].cur[0] ? ", in: " : "", g.sh[k].cur);
+			idle_ns(k) / 1e9, g.sh[k].cur[0] ? ", in: " : "",
+			g.sh[k].cur);
 	if (g.netfault > 0 && nf_ctl("stats", ans, sizeof(ans)) == 0)
 		fprintf(stderr, "intrfs-exercise: netfault at %.1f s: %s",
 			(now - g.nf_start_ns) / 1e9, ans);
@@ -334,7 +349,7 @@ static void __attribute__((noreturn)) finish(int code)
 {
 	bool keep = code != 0 && o.keep;
 
-	if (code == 1)
+	if (code != 0 && code != 2)
 		print_state();
 	stop_all();
 	if (code == 1) {
@@ -710,7 +725,8 @@ static void start_workers(void)
 
 		if (socketpair(AF_UNIX, SOCK_STREAM, 0, sp) < 0)
 			die(2, "socketpair: %s", strerror(errno));
-		g.sh[k].progress_ns = xnow_ns();
+		__atomic_store_n(&g.sh[k].progress_ns, xnow_ns(),
+				 __ATOMIC_RELAXED);
 		fflush(NULL);
 		pid = fork();
 		if (pid < 0)
@@ -814,15 +830,14 @@ static bool poll_workers(char want, int timeout_ms)
 		}
 	}
 	if (stop_req)
-		die(1, "stopped by signal %d", (int)stop_req);
+		die(128 + (int)stop_req, "stopped by signal %d", (int)stop_req);
 	check_helpers();
 	for (unsigned k = 0; k < o.procs; k++) {
 		if (g.w[k].state == want) {
 			n++;
 			continue;
 		}
-		if (xnow_ns() - g.sh[k].progress_ns >
-		    (uint64_t)o.stuck_s * 1000000000ull) {
+		if (idle_ns(k) > (uint64_t)o.stuck_s * 1000000000ull) {
 			/* The daemon logs its tasks: twice, to tell stuck
 			 * ones (there both times) from passing ones. */
 			if (g.daemon > 0)
@@ -849,7 +864,8 @@ static bool poll_workers(char want, int timeout_ms)
 static void tell_all(char c)
 {
 	for (unsigned k = 0; k < o.procs; k++) {
-		g.sh[k].progress_ns = xnow_ns();
+		__atomic_store_n(&g.sh[k].progress_ns, xnow_ns(),
+				 __ATOMIC_RELAXED);
 		if (write(g.w[k].ctl, &c, 1) != 1)
 			die(1, "worker %u is gone", k);
 	}

@@ -214,7 +214,8 @@ op_end(struct worker *w, enum xop kind, const char *fmt, ...)
 	put(w, line);
 	w->sh->count[kind]++;
 	w->sh->sigs = (uint64_t)sigs_seen;
-	w->sh->progress_ns = xnow_ns();
+	/* Relaxed: the parent only compares it with its clock (idle_ns()). */
+	__atomic_store_n(&w->sh->progress_ns, xnow_ns(), __ATOMIC_RELAXED);
 	w->sh->cur[0] = '\0';
 	if (w->o->verbose)
 		fprintf(stderr, "w%u %s\n", w->k, line);
