@@ -133,6 +133,12 @@ static const char usage_text2[] =
 	"    --mount-opts OPTS intrfs options besides port= and mountport=\n"
 	"                      (default hard,intr,timeo=5,retrans=2)\n"
 	"    --no-faults       no netfault rules (netfault still proxies)\n"
+	"    --fault-kinds K,...\n"
+	"                      only these kinds of rule: delay, drop,\n"
+	"                      duplicate, reorder, reset, slice (default all).\n"
+	"                      Without reset no retransmission can miss the\n"
+	"                      server's duplicate request cache: netfault\n"
+	"                      reconnects to the server from a new port\n"
 	"    --no-signals      no signals to the workers\n"
 	"    --signal-ms MS    mean time between two signals, over all the\n"
 	"                      workers (default 20)\n"
@@ -202,6 +208,7 @@ static struct {
 	int rule_ids[MAX_RULES];
 	unsigned nrules;
 	bool seed_given;
+	unsigned kinds; /* the K_ bits --fault-kinds allows */
 	char argv_line[2048];
 } g;
 
@@ -585,6 +592,14 @@ static double prob(unsigned lo, unsigned hi)
 	return (lo + xrand_below(&g.r, hi - lo + 1)) / 1000.0;
 }
 
+/* The kinds of fault --fault-kinds names, and the menu's case of each. */
+enum { K_DELAY, K_DROP, K_DUPLICATE, K_REORDER, K_RESET, K_SLICE, K_N };
+static const char *const kind_names[K_N] = { "delay",	"drop",	 "duplicate",
+					     "reorder", "reset", "slice" };
+static const unsigned kind_of[10] = { K_DELAY,	   K_DELAY,   K_DROP,  K_DROP,
+				      K_DUPLICATE, K_REORDER, K_RESET, K_RESET,
+				      K_SLICE,	   K_DELAY };
+
 /* A random rule from the menu, with its own seed and maybe a schedule. */
 static void random_rule(char *buf, size_t len)
 {
@@ -593,7 +608,12 @@ static void random_rule(char *buf, size_t len)
 					     "GETATTR", "SETATTR", "CREATE",
 					     "REMOVE",	"RENAME",  "LOOKUP" };
 	const char *dir = dirs[xrand_below(&g.r, 2)];
-	unsigned kind = (unsigned)xrand_below(&g.r, 10);
+	unsigned kind;
+
+	/* Only the kinds --fault-kinds allows (case 9 is a delay too). */
+	do
+		kind = (unsigned)xrand_below(&g.r, 10);
+	while (!(g.kinds & (1u << kind_of[kind])));
 	size_t n = 0;
 
 	switch (kind) {
@@ -1047,6 +1067,28 @@ static const char *sibling(const char *env, const char *built)
 	return v && *v ? v : built;
 }
 
+/* "delay,drop,...": the kinds of fault the rules may be. */
+static unsigned parse_kinds(const char *list)
+{
+	char buf[256], *save = NULL;
+	unsigned kinds = 0;
+
+	snprintf(buf, sizeof(buf), "%s", list);
+	for (char *t = strtok_r(buf, ",", &save); t;
+	     t = strtok_r(NULL, ",", &save)) {
+		unsigned k = 0;
+
+		while (k < K_N && strcmp(t, kind_names[k]) != 0)
+			k++;
+		if (k == K_N)
+			usage_error("--fault-kinds: unknown kind '%s'", t);
+		kinds |= 1u << k;
+	}
+	if (!kinds)
+		usage_error("--fault-kinds: none given");
+	return kinds;
+}
+
 static void parse(int argc, char **argv)
 {
 	enum {
@@ -1067,7 +1109,8 @@ static void parse(int argc, char **argv)
 		O_STUCK,
 		O_WORKDIR,
 		O_KEEP,
-		O_CORRUPT
+		O_CORRUPT,
+		O_KINDS,
 	};
 	static const struct option lo[] = {
 		{ "seed", required_argument, NULL, O_SEED },
@@ -1082,6 +1125,7 @@ static void parse(int argc, char **argv)
 		{ "netfault", required_argument, NULL, O_NETFAULT },
 		{ "mount-opts", required_argument, NULL, O_MOPTS },
 		{ "no-faults", no_argument, NULL, O_NOFAULTS },
+		{ "fault-kinds", required_argument, NULL, O_KINDS },
 		{ "no-signals", no_argument, NULL, O_NOSIGNALS },
 		{ "signal-ms", required_argument, NULL, O_SIGMS },
 		{ "stuck", required_argument, NULL, O_STUCK },
@@ -1104,6 +1148,7 @@ static void parse(int argc, char **argv)
 	o.netfault = EXERCISE_NETFAULT_BIN;
 	o.mount_opts = "hard,intr,timeo=5,retrans=2";
 	g.signal_ms = 20;
+	g.kinds = (1u << K_N) - 1;
 	while ((c = getopt_long(argc, argv, "vh", lo, NULL)) != -1) {
 		switch (c) {
 		case O_SEED:
@@ -1144,6 +1189,9 @@ static void parse(int argc, char **argv)
 			break;
 		case O_NOFAULTS:
 			o.faults = false;
+			break;
+		case O_KINDS:
+			g.kinds = parse_kinds(optarg);
 			break;
 		case O_NOSIGNALS:
 			o.signals = false;
