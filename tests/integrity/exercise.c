@@ -47,7 +47,6 @@
 #endif
 
 #define MAX_PROCS 64
-#define MAX_RULES 3 /* rules in force at once */
 #define START_DEADLINE_MS 15000
 #define UMOUNT_DEADLINE_MS 30000
 
@@ -195,20 +194,17 @@ struct child {
 static struct {
 	struct child w[MAX_PROCS];
 	struct xshared *sh;
-	pid_t netfault, daemon;
-	unsigned nf_nfs, nf_mount; /* netfault's ports */
-	char work[512], mnt[600], sock[600], nflog[600], nferr[600], dlog[600];
+	struct nf nf;
+	pid_t daemon;
+	char work[512], mnt[600], dlog[600];
 	char local[700]; /* the run's directory on the export */
 	char source[1200];
 	bool mounted;
-	struct xrand r; /* rules and signals */
-	uint64_t start_ns, nf_start_ns;
+	struct xrand r; /* the signals */
+	uint64_t start_ns;
 	unsigned signal_ms;
-	uint64_t sigs_sent[3], rules_added;
-	int rule_ids[MAX_RULES];
-	unsigned nrules;
+	uint64_t sigs_sent[3];
 	bool seed_given;
-	unsigned kinds; /* the K_ bits --fault-kinds allows */
 	char argv_line[2048];
 } g;
 
@@ -263,11 +259,7 @@ static void stop_all(void)
 		}
 		g.daemon = 0;
 	}
-	if (g.netfault > 0) {
-		kill(g.netfault, SIGTERM);
-		waitpid(g.netfault, &st, 0);
-		g.netfault = 0;
-	}
+	nf_stop(&g.nf);
 }
 
 static int rm_one(const char *path, const struct stat *st, int flag,
@@ -315,8 +307,6 @@ static void print_tail(const char *path, unsigned lines)
 	fprintf(stderr, "intrfs-exercise: the end of %s:\n%s", path, p);
 }
 
-static int nf_ctl(const char *req, char *ans, size_t len);
-
 /*
  * How long worker k has made no progress.  Its time is read before the
  * clock: the worker writes it all the time, and a time newer than the clock
@@ -346,9 +336,9 @@ static void print_state(void)
 			k, g.w[k].state ? g.w[k].state : '-', g.sh[k].ops,
 			idle_ns(k) / 1e9, g.sh[k].cur[0] ? ", in: " : "",
 			g.sh[k].cur);
-	if (g.netfault > 0 && nf_ctl("stats", ans, sizeof(ans)) == 0)
+	if (g.nf.pid > 0 && nf_ctl(&g.nf, "stats", ans, sizeof(ans)) == 0)
 		fprintf(stderr, "intrfs-exercise: netfault at %.1f s: %s",
-			(now - g.nf_start_ns) / 1e9, ans);
+			(now - g.nf.start_ns) / 1e9, ans);
 }
 
 /* Ends the run: everything stopped, the directories removed or kept. */
@@ -367,7 +357,7 @@ static void __attribute__((noreturn)) finish(int code)
 	if (keep) {
 		note("kept the export's directory %s and the work directory "
 		     "%s (daemon log %s, netfault log %s)",
-		     g.local, g.work, g.dlog, g.nflog);
+		     g.local, g.work, g.dlog, g.nf.log);
 	} else {
 		remove_tree(g.local);
 		remove_tree(g.work);
@@ -400,86 +390,6 @@ static void note_pid(pid_t pid)
 	}
 }
 
-static unsigned free_port(void)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET };
-	socklen_t len = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	unsigned port = 0;
-
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
-	    getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-		port = ntohs(a.sin_port);
-	if (fd >= 0)
-		close(fd);
-	return port;
-}
-
-static bool file_has(const char *path, const char *what, unsigned times)
-{
-	char buf[8192];
-	int fd = open(path, O_RDONLY);
-	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
-	const char *p = buf;
-
-	if (fd >= 0)
-		close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = '\0';
-	while (times && (p = strstr(p, what))) {
-		times--;
-		p++;
-	}
-	return times == 0;
-}
-
-/* Starts netfault on two free ports; false if it could not listen. */
-static bool netfault_try(void)
-{
-	char l1[300], l2[300], seed[32];
-	uint64_t end = xnow_ns() + START_DEADLINE_MS * 1000000ull;
-	int st;
-
-	g.nf_nfs = free_port();
-	g.nf_mount = free_port();
-	if (!g.nf_nfs || !g.nf_mount || g.nf_nfs == g.nf_mount)
-		return false;
-	snprintf(l1, sizeof(l1), "%u=%s:%u", g.nf_nfs, o.server, o.nfs_port);
-	snprintf(l2, sizeof(l2), "%u=%s:%u", g.nf_mount, o.server,
-		 o.mount_port);
-	snprintf(seed, sizeof(seed), "%" PRIu64, o.seed);
-	fflush(NULL);
-	g.netfault = fork();
-	if (g.netfault < 0)
-		die(2, "fork: %s", strerror(errno));
-	if (g.netfault == 0) {
-		int fd = open(g.nferr, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-
-		prctl(PR_SET_PDEATHSIG, SIGTERM);
-		dup2(fd, 1);
-		dup2(fd, 2);
-		execl(o.netfault, "netfault", "--listen", l1, "--listen", l2,
-		      "--control", g.sock, "--log", g.nflog, "--seed", seed,
-		      (char *)NULL);
-		perror("exec netfault");
-		_exit(127);
-	}
-	note_pid(g.netfault);
-	g.nf_start_ns = xnow_ns();
-	while (!file_has(g.nferr, "netfault: listening", 2)) {
-		if (waitpid(g.netfault, &st, WNOHANG) == g.netfault) {
-			g.netfault = 0;
-			return false;
-		}
-		if (xnow_ns() > end || stop_req)
-			die(2, "netfault did not start (%s)", g.nferr);
-		usleep(5000);
-	}
-	return true;
-}
-
 static bool is_mounted(const char *dir)
 {
 	char line[4096], needle[700];
@@ -502,8 +412,8 @@ static void mount_it(void)
 	uint64_t end = xnow_ns() + START_DEADLINE_MS * 1000000ull;
 	int st;
 
-	snprintf(opts, sizeof(opts), "port=%u,mountport=%u%s%s", g.nf_nfs,
-		 g.nf_mount, o.mount_opts[0] ? "," : "", o.mount_opts);
+	snprintf(opts, sizeof(opts), "port=%u,mountport=%u%s%s", g.nf.nfs_port,
+		 g.nf.mount_port, o.mount_opts[0] ? "," : "", o.mount_opts);
 	snprintf(g.source, sizeof(g.source), "%s:%s", o.server, g.local);
 	fflush(NULL);
 	g.daemon = fork();
@@ -538,175 +448,15 @@ static void mount_it(void)
 	g.mounted = true;
 }
 
-/* One request on netfault's control socket; its answer in ans. */
-static int nf_ctl(const char *req, char *ans, size_t len)
-{
-	struct sockaddr_un a = { .sun_family = AF_UNIX };
-	struct timeval tv = { .tv_sec = 10 };
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	size_t got = 0;
-	char line[1024];
-	int n;
-
-	ans[0] = '\0';
-	if (fd < 0)
-		return -1;
-	if (strlen(g.sock) >= sizeof(a.sun_path)) {
-		close(fd);
-		return -1;
-	}
-	memcpy(a.sun_path, g.sock, strlen(g.sock) + 1);
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	n = snprintf(line, sizeof(line), "%s\n", req);
-	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
-	    write(fd, line, (size_t)n) != n) {
-		close(fd);
-		return -1;
-	}
-	while (got + 1 < len) {
-		ssize_t r = read(fd, ans + got, len - 1 - got);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		got += (size_t)r;
-		if (memchr(ans, '\n', got))
-			break;
-	}
-	ans[got] = '\0';
-	close(fd);
-	return strncmp(ans, "{\"ok\":true", 10) == 0 ? 0 : -1;
-}
-
-static long json_num(const char *ans, const char *key)
-{
-	const char *p = strstr(ans, key);
-
-	return p ? strtol(p + strlen(key), NULL, 10) : -1;
-}
-
-/* A probability between lo and hi thousandths. */
-static double prob(unsigned lo, unsigned hi)
-{
-	return (lo + xrand_below(&g.r, hi - lo + 1)) / 1000.0;
-}
-
-/* The kinds of fault --fault-kinds names, and the menu's case of each. */
-enum { K_DELAY, K_DROP, K_DUPLICATE, K_REORDER, K_RESET, K_SLICE, K_N };
-static const char *const kind_names[K_N] = { "delay",	"drop",	 "duplicate",
-					     "reorder", "reset", "slice" };
-static const unsigned kind_of[10] = { K_DELAY,	   K_DELAY,   K_DROP,  K_DROP,
-				      K_DUPLICATE, K_REORDER, K_RESET, K_RESET,
-				      K_SLICE,	   K_DELAY };
-
-/* A random rule from the menu, with its own seed and maybe a schedule. */
-static void random_rule(char *buf, size_t len)
-{
-	static const char *const dirs[] = { "call", "reply" };
-	static const char *const procs[] = { "WRITE",	"COMMIT",  "READ",
-					     "GETATTR", "SETATTR", "CREATE",
-					     "REMOVE",	"RENAME",  "LOOKUP" };
-	const char *dir = dirs[xrand_below(&g.r, 2)];
-	unsigned kind;
-
-	/* Only the kinds --fault-kinds allows (case 9 is a delay too). */
-	do
-		kind = (unsigned)xrand_below(&g.r, 10);
-	while (!(g.kinds & (1u << kind_of[kind])));
-	size_t n = 0;
-
-	switch (kind) {
-	case 0:
-	case 1: {
-		unsigned ms = 2 + (unsigned)xrand_below(&g.r, 60);
-
-		n = (size_t)snprintf(buf, len, "delay %u %u dir=%s prob=%.3f",
-				     ms,
-				     (unsigned)xrand_below(&g.r, ms / 2 + 1),
-				     dir, prob(50, 400));
-		break;
-	}
-	case 2:
-		n = (size_t)snprintf(buf, len, "drop dir=%s prob=%.3f", dir,
-				     prob(5, 30));
-		break;
-	case 3:
-		n = (size_t)snprintf(buf, len, "drop dir=%s proc=%s prob=%.3f",
-				     dir, procs[xrand_below(&g.r, 9)],
-				     prob(20, 100));
-		break;
-	case 4:
-		n = (size_t)snprintf(buf, len, "duplicate dir=%s prob=%.3f",
-				     dir, prob(20, 150));
-		break;
-	case 5:
-		n = (size_t)snprintf(buf, len, "reorder %u dir=%s prob=%.3f",
-				     1 + (unsigned)xrand_below(&g.r, 3), dir,
-				     prob(20, 100));
-		break;
-	case 6:
-		n = (size_t)snprintf(buf, len, "reset prob=%.3f", prob(1, 8));
-		break;
-	case 7:
-		n = (size_t)snprintf(buf, len,
-				     "reset after=%u dir=call proc=WRITE "
-				     "prob=%.3f",
-				     40 + (unsigned)xrand_below(&g.r, 4000),
-				     prob(5, 40));
-		break;
-	case 8:
-		n = (size_t)snprintf(buf, len, "slice %u prob=%.3f",
-				     3 + (unsigned)xrand_below(&g.r, 200),
-				     prob(20, 200));
-		break;
-	default:
-		n = (size_t)snprintf(buf, len, "delay %u dir=%s prob=%.3f",
-				     100 + (unsigned)xrand_below(&g.r, 700),
-				     dir, prob(5, 30));
-		break;
-	}
-	n += (size_t)snprintf(buf + n, len - n, " seed=%" PRIu64,
-			      xrand_next(&g.r) % 1000000000u);
-	switch (xrand_below(&g.r, 3)) {
-	case 0:
-		snprintf(buf + n, len - n, " flip=%ums/%ums",
-			 100 + (unsigned)xrand_below(&g.r, 2000),
-			 100 + (unsigned)xrand_below(&g.r, 3000));
-		break;
-	case 1:
-		snprintf(buf + n, len - n, " at=%" PRIu64 "ms for=%ums",
-			 (xnow_ns() - g.nf_start_ns) / 1000000u,
-			 200 + (unsigned)xrand_below(&g.r, 4000));
-		break;
-	default:
-		break;
-	}
-}
-
-/* Adds a random rule; past MAX_RULES the oldest goes. */
+/* Adds a random rule; past NF_MAX_RULES the oldest goes. */
 static void fault_step(void)
 {
-	char rule[300], req[320], ans[4096];
-	long id;
+	char rule[300], ans[4096];
 
-	if (g.nrules == MAX_RULES) {
-		snprintf(req, sizeof(req), "clear %d", g.rule_ids[0]);
-		if (nf_ctl(req, ans, sizeof(ans)) < 0)
-			die(1, "netfault: '%s': %s", req, ans);
-		memmove(g.rule_ids, g.rule_ids + 1,
-			sizeof(g.rule_ids[0]) * (MAX_RULES - 1));
-		g.nrules--;
-	}
-	random_rule(rule, sizeof(rule));
-	snprintf(req, sizeof(req), "add %s", rule);
-	if (nf_ctl(req, ans, sizeof(ans)) < 0)
-		die(1, "netfault refused '%s': %s", rule, ans);
-	id = json_num(ans, "\"id\":");
-	g.rule_ids[g.nrules++] = (int)id;
-	g.rules_added++;
+	if (nf_add_random(&g.nf, rule, sizeof(rule), ans, sizeof(ans)) < 0)
+		die(1, "netfault: '%s': %s", rule, ans);
 	if (o.verbose)
-		note("rule %ld: %s", id, rule);
+		note("rule %d: %s", g.nf.ids[g.nf.nrules - 1], rule);
 }
 
 static const int sig_kinds[3] = { SIGUSR1, SIGUSR2, SIGALRM };
@@ -789,8 +539,8 @@ static void check_helpers(void)
 		die(1, "the intrfs daemon ended during the run (status 0x%x)",
 		    st);
 	}
-	if (g.netfault > 0 && waitpid(g.netfault, &st, WNOHANG) == g.netfault) {
-		g.netfault = 0;
+	if (g.nf.pid > 0 && waitpid(g.nf.pid, &st, WNOHANG) == g.nf.pid) {
+		g.nf.pid = 0;
 		die(1, "netfault ended during the run (status 0x%x)", st);
 	}
 }
@@ -921,8 +671,8 @@ static void summary(void)
 	long faults = -1;
 	size_t n = 0;
 
-	if (nf_ctl("stats", ans, sizeof(ans)) == 0)
-		faults = json_num(ans, "\"faults\":");
+	if (nf_ctl(&g.nf, "stats", ans, sizeof(ans)) == 0)
+		faults = nf_json_num(ans, "\"faults\":");
 	for (unsigned k = 0; k < o.procs; k++) {
 		for (unsigned i = 0; i < XOP_N; i++)
 			count[i] += g.sh[k].count[i];
@@ -947,7 +697,7 @@ static void summary(void)
 	       " retries=%" PRIu64 " replays=%" PRIu64
 	       " seconds=%.1f ops_per_s=%.0f\n",
 	       o.seed, o.procs, ops, kinds, wr / 1048576.0, rd / 1048576.0,
-	       g.rules_added, faults,
+	       g.nf.added, faults,
 	       g.sigs_sent[0] + g.sigs_sent[1] + g.sigs_sent[2], g.sigs_sent[0],
 	       g.sigs_sent[1], g.sigs_sent[2], sigs, eintr, retries, replays,
 	       secs, ops / secs);
@@ -989,9 +739,8 @@ static void end_phases(void)
 	uint64_t faults_ns;
 
 	/* The faults first: the workers' last calls go through cleanly. */
-	if (nf_ctl("clear", ans, sizeof(ans)) < 0)
+	if (nf_clear(&g.nf, ans, sizeof(ans)) < 0)
 		die(1, "netfault: clear: %s", ans);
-	g.nrules = 0;
 	faults_ns = xnow_ns();
 	tell_all('C');
 	while (!poll_workers('F', 100))
@@ -1067,28 +816,6 @@ static const char *sibling(const char *env, const char *built)
 	return v && *v ? v : built;
 }
 
-/* "delay,drop,...": the kinds of fault the rules may be. */
-static unsigned parse_kinds(const char *list)
-{
-	char buf[256], *save = NULL;
-	unsigned kinds = 0;
-
-	snprintf(buf, sizeof(buf), "%s", list);
-	for (char *t = strtok_r(buf, ",", &save); t;
-	     t = strtok_r(NULL, ",", &save)) {
-		unsigned k = 0;
-
-		while (k < K_N && strcmp(t, kind_names[k]) != 0)
-			k++;
-		if (k == K_N)
-			usage_error("--fault-kinds: unknown kind '%s'", t);
-		kinds |= 1u << k;
-	}
-	if (!kinds)
-		usage_error("--fault-kinds: none given");
-	return kinds;
-}
-
 static void parse(int argc, char **argv)
 {
 	enum {
@@ -1137,6 +864,7 @@ static void parse(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *workdir = getenv("TMPDIR");
+	char bad[64];
 	size_t n = 0;
 	int c;
 
@@ -1148,7 +876,7 @@ static void parse(int argc, char **argv)
 	o.netfault = EXERCISE_NETFAULT_BIN;
 	o.mount_opts = "hard,intr,timeo=5,retrans=2";
 	g.signal_ms = 20;
-	g.kinds = (1u << K_N) - 1;
+	g.nf.kinds = (1u << NF_KIND_N) - 1;
 	while ((c = getopt_long(argc, argv, "vh", lo, NULL)) != -1) {
 		switch (c) {
 		case O_SEED:
@@ -1191,7 +919,10 @@ static void parse(int argc, char **argv)
 			o.faults = false;
 			break;
 		case O_KINDS:
-			g.kinds = parse_kinds(optarg);
+			g.nf.kinds = nf_parse_kinds(optarg, bad, sizeof(bad));
+			if (!g.nf.kinds)
+				usage_error("--fault-kinds: unknown kind '%s'",
+					    bad);
 			break;
 		case O_NOSIGNALS:
 			o.signals = false;
@@ -1261,6 +992,7 @@ int main(int argc, char **argv)
 {
 	struct sigaction sa = { .sa_handler = on_stop };
 	unsigned tries = 0;
+	int rc;
 
 	parse(argc, argv);
 	if (o.ops)
@@ -1272,7 +1004,8 @@ int main(int argc, char **argv)
 		       " mount-opts=%s\n",
 		       o.seed, o.procs, o.seconds, o.mount_opts);
 	fflush(stdout);
-	g.r.s = xmix(o.seed ^ 0xfa17);
+	g.r.s = xmix(o.seed ^ 0x5167);
+	g.nf.r.s = xmix(o.seed ^ 0xfa17);
 	g.start_ns = xnow_ns();
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
@@ -1282,9 +1015,9 @@ int main(int argc, char **argv)
 		die(2, "mkdtemp: %s", strerror(errno));
 	}
 	snprintf(g.mnt, sizeof(g.mnt), "%s/mnt", g.work);
-	snprintf(g.sock, sizeof(g.sock), "%s/netfault.sock", g.work);
-	snprintf(g.nflog, sizeof(g.nflog), "%s/netfault.log", g.work);
-	snprintf(g.nferr, sizeof(g.nferr), "%s/netfault.err", g.work);
+	snprintf(g.nf.sock, sizeof(g.nf.sock), "%s/netfault.sock", g.work);
+	snprintf(g.nf.log, sizeof(g.nf.log), "%s/netfault.log", g.work);
+	snprintf(g.nf.err, sizeof(g.nf.err), "%s/netfault.err", g.work);
 	snprintf(g.dlog, sizeof(g.dlog), "%s/intrfs.log", g.work);
 	if (mkdir(g.mnt, 0755) < 0)
 		die(2, "mkdir %s: %s", g.mnt, strerror(errno));
@@ -1297,9 +1030,12 @@ int main(int argc, char **argv)
 		die(2, "mkdir on the export: %s", strerror(err));
 	}
 	chmod(g.local, 0777);
-	while (!netfault_try())
-		if (++tries == 5)
-			die(2, "netfault could not listen (%s)", g.nferr);
+	while ((rc = nf_start(&g.nf, &o, &stop_req)) == -EAGAIN && ++tries < 5)
+		;
+	if (rc < 0)
+		die(2, "netfault did not start: %s (%s)", strerror(-rc),
+		    g.nf.err);
+	note_pid(g.nf.pid);
 	mount_it();
 	start_workers();
 	run();

@@ -12,9 +12,11 @@
 #ifndef INTRFS_EXERCISE_I_H
 #define INTRFS_EXERCISE_I_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 struct xopts {
 	uint64_t seed;
@@ -117,6 +119,54 @@ bool model_certain(const struct model_file *m, uint64_t off);
 /* "0x12" or "0x12 or 0x34" or "anything": what the model allows at off. */
 void model_describe(const struct model_file *m, uint64_t off, char *buf,
 		    size_t len);
+
+/* netfault in front of the server (faults.c). */
+#define NF_MAX_RULES 3 /* random rules in force at once */
+
+enum {
+	NF_KIND_DELAY,
+	NF_KIND_DROP,
+	NF_KIND_DUPLICATE,
+	NF_KIND_REORDER,
+	NF_KIND_RESET,
+	NF_KIND_SLICE,
+	NF_KIND_N
+};
+
+struct nf {
+	pid_t pid;
+	unsigned nfs_port, mount_port; /* where it listens */
+	char sock[600], log[600], err[600]; /* control, faults, stderr */
+	uint64_t start_ns; /* CLOCK_MONOTONIC when started: its time 0 */
+	struct xrand r; /* the rules' stream */
+	unsigned kinds; /* the NF_KIND_ bits the rules may be */
+	int ids[NF_MAX_RULES]; /* the random rules in force, oldest first */
+	unsigned nrules;
+	uint64_t added;
+};
+
+/* "delay,drop,...": the NF_KIND_ bits; 0 with the bad name in bad. */
+unsigned nf_parse_kinds(const char *list, char *bad, size_t len);
+/*
+ * Starts netfault on two free ports in front of o's server (nf's paths
+ * set); 0, -EAGAIN when it could not listen (try again), -ETIMEDOUT (or
+ * *stop set) when it did not start, or a negative errno.
+ */
+int nf_start(struct nf *nf, const struct xopts *o, volatile sig_atomic_t *stop);
+/* Stops it by its pid (SIGTERM) and reaps it. */
+void nf_stop(struct nf *nf);
+/* One request on the control socket: 0 when the answer (in ans) is ok. */
+int nf_ctl(const struct nf *nf, const char *req, char *ans, size_t len);
+/* The number after key in a JSON answer, -1 if none. */
+long nf_json_num(const char *ans, const char *key);
+/*
+ * Adds a random rule (the rule in rule), removing the oldest one past
+ * NF_MAX_RULES; 0, or -1 with netfault's answer in ans.
+ */
+int nf_add_random(struct nf *nf, char *rule, size_t rlen, char *ans,
+		  size_t alen);
+/* Removes every rule. */
+int nf_clear(struct nf *nf, char *ans, size_t len);
 
 /* A worker: runs its operations, then the end phases; returns its exit code. */
 int worker_main(const struct xopts *o, unsigned k, struct xshared *sh, int ctl,
