@@ -274,7 +274,7 @@ static int rm_one(const char *path, const struct stat *st, int flag,
 static void remove_tree(const char *path)
 {
 	if (path[0])
-		nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+		nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
 }
 
 static void print_tail(const char *path, unsigned lines)
@@ -360,6 +360,8 @@ static void __attribute__((noreturn)) finish(int code)
 		     g.local, g.work, g.dlog, g.nf.log);
 	} else {
 		remove_tree(g.local);
+		/* Never through a mount still there: detach it first. */
+		umount2(g.mnt, MNT_DETACH);
 		remove_tree(g.work);
 	}
 	exit(code);
