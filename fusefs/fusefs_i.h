@@ -286,6 +286,13 @@ struct job {
 	struct fuse_file_info fi;
 	bool has_fi;
 	char *name, *name2; /* copied */
+	/*
+	 * The directories whose entries name and name2 this op creates or
+	 * removes (0: none).  When the op fails or its answer was EINTR, the
+	 * server may still have done it: the kernel's entries for those names
+	 * are invalidated (names_unsure() in workers.c).
+	 */
+	fuse_ino_t name_dir, name2_dir;
 	mode_t mode;
 	dev_t rdev;
 	int flags, to_set;

@@ -411,6 +411,7 @@ static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 {
 	NEW_JOB(req, "mknod", run_mknod, reply_entry);
 	j->ino = parent;
+	j->name_dir = parent;
 	j->mode = mode;
 	j->rdev = rdev;
 	j->name = strdup(name);
@@ -432,6 +433,7 @@ static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 {
 	NEW_JOB(req, "mkdir", run_mkdir, reply_entry);
 	j->ino = parent;
+	j->name_dir = parent;
 	j->mode = mode;
 	j->name = strdup(name);
 	submit(j, j->name != NULL);
@@ -452,6 +454,7 @@ static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
 {
 	NEW_JOB(req, "symlink", run_symlink, reply_entry);
 	j->ino = parent;
+	j->name_dir = parent;
 	j->name = strdup(name);
 	j->name2 = strdup(link);
 	submit(j, j->name && j->name2);
@@ -527,6 +530,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 {
 	NEW_JOB(req, "create", run_create, reply_create);
 	j->ino = parent;
+	j->name_dir = parent;
 	j->mode = mode;
 	copy_fi(j, fi);
 	j->name = strdup(name);
@@ -544,6 +548,7 @@ static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	NEW_JOB(req, "unlink", run_unlink, reply_ok);
 	j->ino = parent;
+	j->name_dir = parent;
 	j->name = strdup(name);
 	submit(j, j->name != NULL);
 }
@@ -557,6 +562,7 @@ static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	NEW_JOB(req, "rmdir", run_rmdir, reply_ok);
 	j->ino = parent;
+	j->name_dir = parent;
 	j->name = strdup(name);
 	submit(j, j->name != NULL);
 }
@@ -592,6 +598,8 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	NEW_JOB(req, "rename", run_rename, reply_ok);
 	j->ino = parent;
 	j->ino2 = newparent;
+	j->name_dir = parent;
+	j->name2_dir = newparent;
 	j->flags = (int)flags;
 	j->name = strdup(name);
 	j->name2 = strdup(newname);
@@ -619,6 +627,7 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 	NEW_JOB(req, "link", run_link, reply_entry);
 	j->ino = ino;
 	j->ino2 = newparent;
+	j->name_dir = newparent;
 	j->name = strdup(newname);
 	submit(j, j->name != NULL);
 }

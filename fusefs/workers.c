@@ -125,6 +125,20 @@ void job_reply_early(struct job *j)
 	j->replied = j->detached = true;
 }
 
+/*
+ * An op that creates or removes names failed, or its caller was answered
+ * EINTR: the server may have done it all the same (the call went out, or
+ * its retransmission met a server that had), so the kernel must not keep
+ * a negative or positive entry for those names: they are looked up again.
+ */
+static void names_unsure(struct job *j)
+{
+	if (j->name_dir && j->name)
+		notify_inval_entry(j->fs, j->name_dir, j->name);
+	if (j->name2_dir && j->name2)
+		notify_inval_entry(j->fs, j->name2_dir, j->name2);
+}
+
 static void job_run(struct job *j)
 {
 	struct intrfs *fs = j->fs;
@@ -135,10 +149,14 @@ static void job_run(struct job *j)
 	rc = j->run(j);
 	FS_REGION_END(fs);
 	task_leave(j->task);
-	if (j->detached)
+	if (j->detached) {
+		if (rc)
+			names_unsure(j);
 		goto out;
+	}
 	if (!job_take_answer(j)) {
 		/* The interrupt path answered EINTR: req is no longer ours. */
+		names_unsure(j);
 		intr_unwatch(j, false);
 		goto out;
 	}
@@ -149,6 +167,7 @@ static void job_run(struct job *j)
 	} else {
 		if (rc == -EINTR)
 			fs_count(&fs->stats.eintr_replies);
+		names_unsure(j);
 		/* A reply that was not RPC is an I/O error to a process. */
 		fs_reply_err(j->req, rc == -EPROTO ? -EIO : rc);
 	}

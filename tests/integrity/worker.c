@@ -614,6 +614,51 @@ static void op_close(struct worker *w)
 		do_close(w, f);
 }
 
+struct two_paths {
+	const char *a, *b;
+};
+
+static int call_rename(void *p)
+{
+	struct two_paths *t = p;
+
+	return rename(t->a, t->b);
+}
+
+/* The names the namespace call at hand works on, for its done(). */
+static const char *ns_from, *ns_to;
+
+/* name exists through the mount exactly when it does on the export. */
+static bool mount_agrees(struct worker *w, const char *name)
+{
+	struct stat st;
+
+	return (lstat(mpath(w, name), &st) == 0) == on_export(w, name);
+}
+
+/*
+ * After an interrupted namespace call that the server carried out, the
+ * mount must show its names as the export does soon (intrfs invalidates
+ * the kernel's entries for them once the call ends), not after an entry
+ * timeout: within SETTLE_MS, or it is a failure.
+ */
+#define SETTLE_MS 2000
+
+static void settle(struct worker *w, bool two)
+{
+	for (unsigned ms = 0; ms < SETTLE_MS; ms += 5) {
+		if (mount_agrees(w, ns_from) &&
+		    (!two || mount_agrees(w, ns_to)))
+			return;
+		usleep(5000);
+	}
+	wfail(w,
+	      "a stale entry: %s%s%s still differs between the mount and the "
+	      "export %d ms after %s",
+	      ns_from, two ? " or " : "", two ? ns_to : "", SETTLE_MS,
+	      w->sh->cur);
+}
+
 /*
  * Repeats an interrupted namespace call until its answer tells what the
  * first one did: done_err is the errno that says "already done"; done()
@@ -628,21 +673,25 @@ static const char *retry_ns(struct worker *w, const char *call,
 	for (;;) {
 		int err;
 
-		if (fn(arg) == 0)
+		if (fn(arg) == 0) {
+			if (!first)
+				settle(w, fn == call_rename);
 			return first ? "ok" : "ok after EINTR";
+		}
 		err = errno; /* done() looks at the export: keep errno */
-		if (!first && err == done_err)
+		if (!first && err == done_err) {
+			settle(w, fn == call_rename);
 			return "EINTR, then done already";
-		if (first && err == done_err && replayed(w, done(w)))
+		}
+		if (first && err == done_err && replayed(w, done(w))) {
+			settle(w, fn == call_rename);
 			return "failed, yet done on the export (a replay)";
+		}
 		failed(w, call, err);
 		w->sh->retries++;
 		first = 0;
 	}
 }
-
-/* The names the namespace call at hand works on, for its done(). */
-static const char *ns_from, *ns_to;
 
 static bool done_gone(struct worker *w)
 {
@@ -657,17 +706,6 @@ static bool done_there(struct worker *w)
 static bool done_moved(struct worker *w)
 {
 	return !on_export(w, ns_from) && on_export(w, ns_to);
-}
-
-struct two_paths {
-	const char *a, *b;
-};
-
-static int call_rename(void *p)
-{
-	struct two_paths *t = p;
-
-	return rename(t->a, t->b);
 }
 
 static int call_unlink(void *p)
