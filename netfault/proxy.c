@@ -28,13 +28,18 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #define READ_CHUNK 65536u
 #define TICK_MS 25u
 #define XIDS_MAX 1024u
+/* The client ports a listener remembers the upstream port of. */
+#define PORTS_MAX 64u
 
 /* The stream faults a half can be under, each with the id of its rule. */
 enum { SF_STALL, SF_THROTTLE, SF_BLACKHOLE, SF_CLOSE_AFTER, SF_N };
@@ -104,6 +109,9 @@ struct pair {
 	struct nf_xids *xids;
 	unsigned handles; /* open; the pair is freed when none is left */
 	bool connected, closing;
+	struct listener *l;
+	uint16_t client_port; /* the client's source port */
+	bool bound; /* the upstream socket was bound to a remembered port */
 };
 
 struct listener {
@@ -111,6 +119,16 @@ struct listener {
 	struct nf_proxy *p;
 	struct listener *next;
 	struct sockaddr_storage up;
+	/*
+	 * A client that connects again from the same port is sent upstream
+	 * from the same port as before, as if netfault were not there: the
+	 * server's duplicate request cache, kept per client address and
+	 * port, then still answers the calls it retransmits.
+	 */
+	struct {
+		uint16_t client, up;
+	} ports[PORTS_MAX];
+	unsigned next_port;
 };
 
 struct nf_proxy {
@@ -776,6 +794,82 @@ static void pair_close(struct pair *pair, bool rst)
 	uv_close((uv_handle_t *)&pair->h[1].timer, on_close_tcp);
 }
 
+/* The upstream port last used for a client port; 0 if none. */
+static uint16_t up_port_of(const struct listener *l, uint16_t client)
+{
+	for (unsigned i = 0; i < PORTS_MAX; i++)
+		if (l->ports[i].client == client)
+			return l->ports[i].up;
+	return 0;
+}
+
+static void remember_port(struct listener *l, uint16_t client, uint16_t up)
+{
+	unsigned i;
+
+	for (i = 0; i < PORTS_MAX; i++)
+		if (l->ports[i].client == client)
+			break;
+	if (i == PORTS_MAX) {
+		i = l->next_port;
+		l->next_port = (l->next_port + 1) % PORTS_MAX;
+	}
+	l->ports[i].client = client;
+	l->ports[i].up = up;
+}
+
+static uint16_t port_of(const struct sockaddr_storage *ss)
+{
+	if (ss->ss_family == AF_INET)
+		return ntohs(((const struct sockaddr_in *)ss)->sin_port);
+	if (ss->ss_family == AF_INET6)
+		return ntohs(((const struct sockaddr_in6 *)ss)->sin6_port);
+	return 0;
+}
+
+/*
+ * The upstream socket, bound to the port this client port had before when
+ * there is one and it is free (SO_REUSEADDR: the old connection may linger
+ * in TIME_WAIT); otherwise the system picks.
+ */
+static int upstream_socket(struct pair *pair)
+{
+	const struct listener *l = pair->l;
+	uint16_t up = pair->client_port ? up_port_of(l, pair->client_port) : 0;
+	struct sockaddr_storage ss;
+	int fd, one = 1;
+
+	fd = socket(l->up.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (up) {
+		memset(&ss, 0, sizeof(ss));
+		ss.ss_family = l->up.ss_family;
+		if (ss.ss_family == AF_INET) {
+			struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+
+			a->sin_port = htons(up);
+		} else {
+			struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
+
+			a->sin6_port = htons(up);
+		}
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (bind(fd, (struct sockaddr *)&ss, sizeof(ss)) == 0) {
+			pair->bound = true;
+		} else {
+			close(fd);
+			fd = socket(l->up.ss_family, SOCK_STREAM | SOCK_CLOEXEC,
+				    0);
+			if (fd < 0)
+				return -errno;
+		}
+	}
+	if (!pair->bound)
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	return fd;
+}
+
 static void on_connect(uv_connect_t *req, int status)
 {
 	struct pair *pair = req->data;
@@ -783,6 +877,10 @@ static void on_connect(uv_connect_t *req, int status)
 
 	if (pair->closing)
 		return;
+	if (pair->bound &&
+	    (status == UV_EADDRINUSE || status == UV_EADDRNOTAVAIL))
+		/* That port could not be had again: the next one is new. */
+		remember_port(pair->l, pair->client_port, 0);
 	if (status < 0) {
 		if (pair->p->log_fd >= 0)
 			dprintf(pair->p->log_fd,
@@ -881,11 +979,35 @@ static void on_connection(uv_stream_t *server, int status)
 		p->pairs->pprev = &pair->next;
 	pair->pprev = &p->pairs;
 	p->pairs = pair;
-	if (uv_accept(server, (uv_stream_t *)&pair->client) ||
-	    uv_tcp_connect(&pair->creq, &pair->server,
-			   (const struct sockaddr *)&l->up, on_connect)) {
+	pair->l = l;
+	if (uv_accept(server, (uv_stream_t *)&pair->client)) {
 		pair_close(pair, true);
 		return;
+	}
+	{
+		struct sockaddr_storage ss;
+		int len = sizeof(ss), fd;
+
+		if (uv_tcp_getpeername(&pair->client, (struct sockaddr *)&ss,
+				       &len) == 0)
+			pair->client_port = port_of(&ss);
+		fd = upstream_socket(pair);
+		if (fd >= 0 && uv_tcp_open(&pair->server, fd)) {
+			close(fd);
+			fd = -1;
+		}
+		if (fd < 0 || uv_tcp_connect(&pair->creq, &pair->server,
+					     (const struct sockaddr *)&l->up,
+					     on_connect)) {
+			pair_close(pair, true);
+			return;
+		}
+		/* The local port is the socket's from connect() on. */
+		len = sizeof(ss);
+		if (pair->client_port &&
+		    uv_tcp_getsockname(&pair->server, (struct sockaddr *)&ss,
+				       &len) == 0)
+			remember_port(l, pair->client_port, port_of(&ss));
 	}
 	uv_tcp_nodelay(&pair->client, 1);
 }

@@ -388,6 +388,93 @@ static int raw_listen(unsigned *port)
 	return lfd;
 }
 
+/* A connection to port from the local port from (reset when closed). */
+static int tcp_connect_from(unsigned port, unsigned from)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	struct linger lg = { 1, 0 };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)),
+		  0);
+	ASSERT_EQ(setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)), 0);
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	sin.sin_port = htons((uint16_t)from);
+	ASSERT_EQ(bind(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	sin.sin_port = htons((uint16_t)port);
+	ASSERT_EQ(connect(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	return fd;
+}
+
+/* Accepts one connection on lfd (3 s); the peer's port in *peer. */
+static int accept_peer(int lfd, unsigned *peer)
+{
+	struct sockaddr_in sin;
+	socklen_t sl = sizeof(sin);
+	struct pollfd pfd = { .fd = lfd, .events = POLLIN };
+	int fd;
+
+	ASSERT_EQ(poll(&pfd, 1, 3000), 1);
+	fd = accept(lfd, (struct sockaddr *)&sin, &sl);
+	ASSERT_GE(fd, 0);
+	*peer = ntohs(sin.sin_port);
+	{
+		/* Closed with an RST too, as netfault's reset does. */
+		struct linger lg = { 1, 0 };
+
+		ASSERT_EQ(setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg,
+				     sizeof(lg)),
+			  0);
+	}
+	return fd;
+}
+
+/*
+ * A client that connects again from the same port reaches the server from
+ * the same port as before (the server's duplicate request cache is kept
+ * per client port); another client port gets another upstream port.
+ */
+TEST_IMPL(nf_proxy_same_port_again)
+{
+	unsigned up_port, from, first, again, other;
+	struct nf_event ev[4];
+	struct px x;
+	int lfd = raw_listen(&up_port), c, s;
+
+	px_start(&x, up_port, NULL);
+	/* A port the system picks, noted for the next connections. */
+	c = tcp_connect_from(x.port, 0);
+	{
+		struct sockaddr_in sin;
+		socklen_t sl = sizeof(sin);
+
+		ASSERT_EQ(getsockname(c, (struct sockaddr *)&sin, &sl), 0);
+		from = ntohs(sin.sin_port);
+	}
+	s = accept_peer(lfd, &first);
+	close(c);
+	close(s);
+	test_sleep_ms(50);
+	/* The same client port again, after a reset, three times. */
+	for (int i = 0; i < 3; i++) {
+		c = tcp_connect_from(x.port, from);
+		s = accept_peer(lfd, &again);
+		ASSERT_EQ(again, first);
+		close(c); /* SO_LINGER 0: an RST */
+		close(s);
+		test_sleep_ms(50);
+	}
+	c = tcp_connect(x.port);
+	s = accept_peer(lfd, &other);
+	ASSERT_NE(other, first);
+	close(c);
+	close(s);
+	close(lfd);
+	px_stop(&x, ev, 4);
+	return 0;
+}
+
 /* Reads fd until it ends or ms pass without a byte; returns the bytes. */
 static size_t drain(int fd, uint8_t *buf, size_t cap, unsigned ms, bool *ended)
 {
