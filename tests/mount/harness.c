@@ -374,9 +374,14 @@ static pid_t spawn_daemon(struct mnt *m, const struct test_server *s,
 	char sub[64], source[600], o[800];
 	pid_t pid;
 
-	snprintf(sub, sizeof(sub), "t-%d-%u", (int)getpid(), ++seq);
-	snprintf(m->local, sizeof(m->local), "%s/%s", s->export_dir, sub);
-	ASSERT_EQ(mkdir(m->local, 0777), 0);
+	/* A directory an earlier run left (its pid reused) is skipped. */
+	do {
+		snprintf(sub, sizeof(sub), "t-%d-%u", (int)getpid(), ++seq);
+		snprintf(m->local, sizeof(m->local), "%s/%s", s->export_dir,
+			 sub);
+	} while (mkdir(m->local, 0777) < 0 && errno == EEXIST);
+	if (access(m->local, W_OK) != 0)
+		TEST__FAIL("mkdir %s: %s", m->local, strerror(errno));
 	ASSERT_EQ(chmod(m->local, 0777), 0);
 	snprintf(m->dir, sizeof(m->dir), "/tmp/intrfs-test-mnt.XXXXXX");
 	ASSERT_NOT_NULL(mkdtemp(m->dir));
