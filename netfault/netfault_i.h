@@ -251,6 +251,10 @@ int nf_ruleset_remove(struct nf_ruleset *rs, unsigned id);
 struct nf_rule *nf_ruleset_next(const struct nf_ruleset *rs,
 				const struct nf_rule *prev, unsigned *id);
 unsigned nf_ruleset_count(const struct nf_ruleset *rs);
+/* fn(arg) runs after every add and remove (the proxy applies a stream
+ * fault at once, not on its next tick); one at a time, NULL for none. */
+void nf_ruleset_on_change(struct nf_ruleset *rs, void (*fn)(void *arg),
+			  void *arg);
 
 /* One fault applied, for the log, `netfault-ctl events` and the tests. */
 struct nf_event {

@@ -9,8 +9,9 @@
  * decided for it; its queue is then written out in order, a delayed record
  * holding the ones after it and a reordered one stepping aside until
  * enough later records passed.  Stream faults (stall, throttle, blackhole,
- * close-after, refuse) are looked up on a 25 ms tick and when a connection
- * starts, and act while their schedule says so.
+ * close-after, refuse) are looked up on a 25 ms tick, when a connection
+ * starts and whenever a rule is added or removed, and act while their
+ * schedule says so.
  *
  * It never blocks and never spins: all waiting is libuv's (reads, writes,
  * one timer per half, the tick).  Memory per pair is bounded whatever the
@@ -891,9 +892,10 @@ static void on_connection(uv_stream_t *server, int status)
 
 /* ---- the proxy -------------------------------------------------------- */
 
-static void on_tick(uv_timer_t *t)
+/* Every pair's stream faults looked up again, and acted on. */
+static void stream_faults_all(void *arg)
 {
-	struct nf_proxy *p = t->data;
+	struct nf_proxy *p = arg;
 	uint64_t now = now_ns(p);
 	struct pair *next;
 
@@ -907,6 +909,11 @@ static void on_tick(uv_timer_t *t)
 			flush(&pair->h[d]);
 		}
 	}
+}
+
+static void on_tick(uv_timer_t *t)
+{
+	stream_faults_all(t->data);
 }
 
 int nf_proxy_new(struct uv_loop_s *loop, struct nf_ruleset *rs,
@@ -930,6 +937,7 @@ int nf_proxy_new(struct uv_loop_s *loop, struct nf_ruleset *rs,
 	p->tick.data = p;
 	p->handles = 1;
 	uv_timer_start(&p->tick, on_tick, TICK_MS, TICK_MS);
+	nf_ruleset_on_change(rs, stream_faults_all, p);
 	*out = p;
 	return 0;
 }
@@ -1001,6 +1009,7 @@ void nf_proxy_close(struct nf_proxy *p)
 	if (p->closing)
 		return;
 	p->closing = true;
+	nf_ruleset_on_change(p->rs, NULL, NULL);
 	uv_close((uv_handle_t *)&p->tick, on_close_tick);
 	for (struct listener *l = p->listeners; l; l = l->next)
 		uv_close((uv_handle_t *)&l->tcp, on_close_listener);

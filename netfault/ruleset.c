@@ -31,7 +31,22 @@ struct nf_ruleset {
 	struct entry rules[NF_RULES_MAX];
 	unsigned n;
 	unsigned next_id;
+	void (*changed)(void *arg);
+	void *changed_arg;
 };
+
+void nf_ruleset_on_change(struct nf_ruleset *rs, void (*fn)(void *arg),
+			  void *arg)
+{
+	rs->changed = fn;
+	rs->changed_arg = arg;
+}
+
+static void changed(struct nf_ruleset *rs)
+{
+	if (rs->changed)
+		rs->changed(rs->changed_arg);
+}
 
 struct nf_ruleset *nf_ruleset_new(void)
 {
@@ -69,6 +84,7 @@ int nf_ruleset_add(struct nf_ruleset *rs, const char *text, unsigned *id,
 	rs->rules[rs->n].rule = r;
 	*id = rs->rules[rs->n].id;
 	rs->n++;
+	changed(rs);
 	return 0;
 }
 
@@ -80,6 +96,7 @@ int nf_ruleset_remove(struct nf_ruleset *rs, unsigned id)
 		for (i = 0; i < rs->n; i++)
 			nf_rule_free(rs->rules[i].rule);
 		rs->n = 0;
+		changed(rs);
 		return 0;
 	}
 	for (i = 0; i < rs->n; i++) {
@@ -89,6 +106,7 @@ int nf_ruleset_remove(struct nf_ruleset *rs, unsigned id)
 		memmove(&rs->rules[i], &rs->rules[i + 1],
 			(rs->n - i - 1) * sizeof(rs->rules[0]));
 		rs->n--;
+		changed(rs);
 		return 0;
 	}
 	return -ENOENT;

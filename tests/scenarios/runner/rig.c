@@ -1,0 +1,599 @@
+/*
+ * The rig a scenario runs on: netfault in front of the server, the
+ * scenario's directory on the export, the intrfs mount through netfault,
+ * and the server-side faults (pause, kill and restart, partitions).
+ * Processes are found by the pids the rig noted, never by name.
+ */
+#include "scenario.h"
+#include "proc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MOUNT_DEADLINE_MS 15000
+#define UMOUNT_DEADLINE_MS 15000
+#define NETFAULT_DEADLINE_MS 10000
+#define CONTROL_DEADLINE_MS 10000
+
+static uint64_t ms_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static void say(const struct rig *r, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void say(const struct rig *r, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!r->verbose)
+		return;
+	va_start(ap, fmt);
+	fprintf(stderr, "  . ");
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, "\n");
+	va_end(ap);
+}
+
+/* The last lines of a log file, for an error message. */
+static void log_tail(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY);
+	off_t size;
+	ssize_t n;
+
+	buf[0] = '\0';
+	if (fd < 0)
+		return;
+	size = lseek(fd, 0, SEEK_END);
+	if (size > (off_t)(len - 1))
+		lseek(fd, size - (off_t)(len - 1), SEEK_SET);
+	else
+		lseek(fd, 0, SEEK_SET);
+	n = read(fd, buf, len - 1);
+	buf[n > 0 ? n : 0] = '\0';
+	close(fd);
+}
+
+int rig_server_from_dir(struct rig_server *srv, const char *run_dir, char *err,
+			size_t len)
+{
+	char path[SCN_TEXT_MAX + 32], line[SCN_TEXT_MAX + 32];
+	FILE *f;
+
+	memset(srv, 0, sizeof(*srv));
+	scn_copy(srv->run_dir, sizeof(srv->run_dir), run_dir);
+	snprintf(path, sizeof(path), "%s/instance.env", run_dir);
+	f = fopen(path, "r");
+	if (!f) {
+		snprintf(err, len,
+			 "%s: %s (is a server started there? "
+			 "mount-scripts/start-server --run-dir %s)",
+			 path, strerror(errno), run_dir);
+		return -1;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = '\0';
+		if (!strncmp(line, "server=", 7))
+			scn_copy(srv->host, sizeof(srv->host), line + 7);
+		else if (!strncmp(line, "export=", 7))
+			scn_copy(srv->export_dir, sizeof(srv->export_dir),
+				 line + 7);
+		else if (!strncmp(line, "nfs_port=", 9))
+			srv->nfs_port = (unsigned)atoi(line + 9);
+		else if (!strncmp(line, "mount_port=", 11))
+			srv->mount_port = (unsigned)atoi(line + 11);
+		else if (!strncmp(line, "pid=", 4))
+			srv->pid = (pid_t)atoi(line + 4);
+	}
+	fclose(f);
+	/* The NLM and RQUOTA ports a restart must write again. */
+	snprintf(path, sizeof(path), "%s/ganesha.conf", run_dir);
+	f = fopen(path, "r");
+	while (f && fgets(line, sizeof(line), f)) {
+		sscanf(line, " NLM_Port = %u", &srv->nlm_port);
+		sscanf(line, " Rquota_Port = %u", &srv->rquota_port);
+	}
+	if (f)
+		fclose(f);
+	if (!srv->host[0] || !srv->export_dir[0] || !srv->nfs_port ||
+	    !srv->mount_port || srv->pid <= 0) {
+		snprintf(err, len,
+			 "%s/instance.env misses server=, export=, "
+			 "nfs_port=, mount_port= or pid=",
+			 run_dir);
+		return -1;
+	}
+	if (kill(srv->pid, 0) < 0) {
+		snprintf(err, len,
+			 "the server in %s (pid %d) is not running; start it "
+			 "with mount-scripts/start-server --run-dir %s",
+			 run_dir, (int)srv->pid, run_dir);
+		return -1;
+	}
+	return 0;
+}
+
+/* A loopback port nobody listens on now. */
+static unsigned free_port(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	socklen_t alen = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	unsigned port = 0;
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+	    getsockname(fd, (struct sockaddr *)&a, &alen) == 0)
+		port = ntohs(a.sin_port);
+	if (fd >= 0)
+		close(fd);
+	return port;
+}
+
+static unsigned count_lines_with(const char *path, const char *what)
+{
+	char line[1024];
+	unsigned n = 0;
+	FILE *f = fopen(path, "r");
+
+	while (f && fgets(line, sizeof(line), f))
+		n += strstr(line, what) != NULL;
+	if (f)
+		fclose(f);
+	return n;
+}
+
+int rig_netfault_start(struct rig *r, char *err, size_t len)
+{
+	char l1[128], l2[128], errlog[160], tail[2048];
+	uint64_t end = ms_now() + NETFAULT_DEADLINE_MS;
+	int status;
+	pid_t pid;
+
+	r->nf_nfs_port = free_port();
+	r->nf_mount_port = free_port();
+	if (!r->nf_nfs_port || !r->nf_mount_port ||
+	    r->nf_nfs_port == r->nf_mount_port) {
+		snprintf(err, len, "no free loopback port for netfault");
+		return -1;
+	}
+	snprintf(l1, sizeof(l1), "%u=%s:%u", r->nf_nfs_port, r->srv->host,
+		 r->srv->nfs_port);
+	snprintf(l2, sizeof(l2), "%u=%s:%u", r->nf_mount_port, r->srv->host,
+		 r->srv->mount_port);
+	snprintf(r->nf_sock, sizeof(r->nf_sock), "/tmp/intrfs-scn-%d.sock",
+		 (int)getpid());
+	snprintf(r->nf_log, sizeof(r->nf_log), "/tmp/intrfs-scn-%d.netfault",
+		 (int)getpid());
+	snprintf(errlog, sizeof(errlog), "%s.err", r->nf_log);
+	unlink(r->nf_sock);
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		snprintf(err, len, "fork: %s", strerror(errno));
+		return -1;
+	}
+	if (pid == 0) {
+		int fd = open(errlog, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		dup2(fd, 2);
+		setpgid(0, 0);
+		execl(r->paths->netfault, "netfault", "--listen", l1,
+		      "--listen", l2, "--control", r->nf_sock, "--log",
+		      r->nf_log, (char *)NULL);
+		fprintf(stderr, "exec %s: %s\n", r->paths->netfault,
+			strerror(errno));
+		_exit(127);
+	}
+	r->nf_pid = pid;
+	while (count_lines_with(errlog, "listening") < 2) {
+		if (waitpid(pid, &status, WNOHANG) == pid || ms_now() > end) {
+			log_tail(errlog, tail, sizeof(tail));
+			snprintf(err, len, "netfault did not start: %s", tail);
+			if (r->nf_pid == pid && kill(pid, 0) == 0) {
+				kill(pid, SIGKILL);
+				waitpid(pid, &status, 0);
+			}
+			r->nf_pid = 0;
+			return -1;
+		}
+		usleep(2000);
+	}
+	say(r, "netfault (pid %d) on ports %u (NFS) and %u (MOUNT)", (int)pid,
+	    r->nf_nfs_port, r->nf_mount_port);
+	return 0;
+}
+
+void rig_netfault_stop(struct rig *r)
+{
+	char errlog[160];
+	int status;
+
+	if (r->nf_pid <= 0)
+		return;
+	kill(r->nf_pid, SIGTERM);
+	if (!proc_gone_within(r->nf_pid, 5000)) {
+		kill(r->nf_pid, SIGKILL);
+		waitpid(r->nf_pid, &status, 0);
+	}
+	r->nf_pid = 0;
+	snprintf(errlog, sizeof(errlog), "%s.err", r->nf_log);
+	unlink(errlog);
+	unlink(r->nf_log);
+	unlink(r->nf_sock);
+}
+
+int rig_netfault_ask(struct rig *r, const char *req, char *ans, size_t len)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	uint64_t end = ms_now() + CONTROL_DEADLINE_MS;
+	size_t got = 0;
+	int fd;
+
+	ans[0] = '\0';
+	scn_copy(a.sun_path, sizeof(a.sun_path), r->nf_sock);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+		snprintf(ans, len, "cannot reach netfault at %s: %s",
+			 r->nf_sock, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	if (dprintf(fd, "%s\n", req) < 0) {
+		snprintf(ans, len, "write to netfault: %s", strerror(errno));
+		close(fd);
+		return -1;
+	}
+	while (got < len - 1 && !memchr(ans, '\n', got)) {
+		struct pollfd p = { fd, POLLIN, 0 };
+		int left = (int)(end - ms_now());
+		ssize_t n;
+
+		if (left <= 0 || poll(&p, 1, left) != 1)
+			break;
+		n = read(fd, ans + got, len - 1 - got);
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+		ans[got] = '\0';
+	}
+	close(fd);
+	ans[strcspn(ans, "\n")] = '\0';
+	return strncmp(ans, "{\"ok\":true", 10) == 0 ? 0 : -1;
+}
+
+long long rig_json_number(const char *ans, const char *key)
+{
+	char needle[64];
+	const char *p;
+
+	snprintf(needle, sizeof(needle), "\"%s\":", key);
+	p = strstr(ans, needle);
+	return p ? strtoll(p + strlen(needle), NULL, 10) : -1;
+}
+
+int rig_dir_make(struct rig *r, unsigned seq, char *err, size_t len)
+{
+	snprintf(r->sub, sizeof(r->sub), "scn-%d-%u", (int)getpid(), seq);
+	snprintf(r->local, sizeof(r->local), "%s/%s", r->srv->export_dir,
+		 r->sub);
+	if (mkdir(r->local, 0777) < 0 || chmod(r->local, 0777) < 0) {
+		snprintf(err, len, "mkdir %s: %s", r->local, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag,
+		  struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path) < 0 ? 0 : 0;
+}
+
+void rig_dir_remove(struct rig *r)
+{
+	if (r->local[0])
+		nftw(r->local, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static bool is_mounted(const char *dir)
+{
+	char line[4096], needle[200];
+	bool found = false;
+	FILE *f = fopen("/proc/self/mountinfo", "r");
+
+	if (!f)
+		return false;
+	snprintf(needle, sizeof(needle), " %s ", dir);
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, needle) && strstr(line, " fuse.intrfs "))
+			found = true;
+	fclose(f);
+	return found;
+}
+
+int rig_mount(struct rig *r, const char *opts, char *err, size_t len)
+{
+	uint64_t end = ms_now() + MOUNT_DEADLINE_MS;
+	char source[SCN_TEXT_MAX + 160], o[SCN_TEXT_MAX * 2 + 64];
+	char tail[2048];
+	int status;
+	pid_t pid;
+
+	snprintf(r->mnt, sizeof(r->mnt), "/tmp/intrfs-scn-mnt.XXXXXX");
+	if (!mkdtemp(r->mnt)) {
+		snprintf(err, len, "mkdtemp: %s", strerror(errno));
+		r->mnt[0] = '\0';
+		return -1;
+	}
+	snprintf(r->mnt_log, sizeof(r->mnt_log), "%s.log", r->mnt);
+	snprintf(source, sizeof(source), "%s:%s", r->srv->host, r->local);
+	snprintf(o, sizeof(o), "port=%u,mountport=%u%s%s", r->nf_nfs_port,
+		 r->nf_mount_port, opts[0] ? "," : "", opts);
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		snprintf(err, len, "fork: %s", strerror(errno));
+		return -1;
+	}
+	if (pid == 0) {
+		int fd = open(r->mnt_log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		dup2(fd, 1);
+		dup2(fd, 2);
+		setpgid(0, 0);
+		execl(r->paths->intrfs, "intrfs", "-f", source, r->mnt, "-o", o,
+		      (char *)NULL);
+		fprintf(stderr, "exec %s: %s\n", r->paths->intrfs,
+			strerror(errno));
+		_exit(127);
+	}
+	r->daemon = pid;
+	say(r, "intrfs (pid %d) mounts %s on %s -o %s", (int)pid, source,
+	    r->mnt, o);
+	while (!is_mounted(r->mnt)) {
+		bool exited = waitpid(pid, &status, WNOHANG) == pid;
+
+		if (exited || ms_now() > end) {
+			log_tail(r->mnt_log, tail, sizeof(tail));
+			snprintf(err, len, "intrfs %s -o %s:\n%s",
+				 exited ? "exited instead of mounting" :
+					  "did not mount within 15 s",
+				 o, tail);
+			if (!exited) {
+				kill(pid, SIGKILL);
+				waitpid(pid, &status, 0);
+			}
+			r->daemon = 0;
+			rmdir(r->mnt);
+			r->mnt[0] = '\0';
+			return -1;
+		}
+		usleep(2000);
+	}
+	return 0;
+}
+
+int rig_umount(struct rig *r, char *err, size_t len)
+{
+	uint64_t end = ms_now() + UMOUNT_DEADLINE_MS;
+	int status, rc = 0;
+
+	if (!r->mnt[0])
+		return 0;
+	if (umount2(r->mnt, 0) < 0 && errno != EINVAL)
+		umount2(r->mnt, MNT_DETACH);
+	while (r->daemon > 0 &&
+	       waitpid(r->daemon, &status, WNOHANG) != r->daemon) {
+		if (ms_now() > end) {
+			snprintf(err, len,
+				 "intrfs (pid %d) did not exit within %d s of "
+				 "the unmount; killed",
+				 (int)r->daemon, UMOUNT_DEADLINE_MS / 1000);
+			kill(r->daemon, SIGKILL);
+			waitpid(r->daemon, &status, 0);
+			umount2(r->mnt, MNT_DETACH);
+			rc = -1;
+			break;
+		}
+		usleep(2000);
+	}
+	r->daemon = 0;
+	rmdir(r->mnt);
+	unlink(r->mnt_log);
+	r->mnt[0] = '\0';
+	return rc;
+}
+
+int rig_pause(struct rig *r, char *err, size_t len)
+{
+	if (r->srv->pid <= 0) {
+		snprintf(err, len,
+			 "pause needs the server's pid: give "
+			 "--server-dir");
+		return -1;
+	}
+	r->paused = true;
+	if (!proc_stop(r->srv->pid, 10000)) {
+		snprintf(err, len,
+			 "the server (pid %d) did not stop within 10 s",
+			 (int)r->srv->pid);
+		return -1;
+	}
+	say(r, "server (pid %d) paused, every thread stopped",
+	    (int)r->srv->pid);
+	return 0;
+}
+
+void rig_resume(struct rig *r)
+{
+	if (!r->paused)
+		return;
+	kill(r->srv->pid, SIGCONT);
+	r->paused = false;
+	say(r, "server resumed");
+}
+
+int rig_kill_server(struct rig *r, char *err, size_t len)
+{
+	if (!r->srv->run_dir[0] || r->srv->pid <= 0) {
+		snprintf(err, len,
+			 "restart needs the server's run directory: "
+			 "give --server-dir");
+		return -1;
+	}
+	r->down = true;
+	kill(r->srv->pid, SIGKILL);
+	if (!proc_gone_within(r->srv->pid, 10000)) {
+		snprintf(err, len, "the server (pid %d) did not die",
+			 (int)r->srv->pid);
+		return -1;
+	}
+	r->paused = false;
+	say(r, "server (pid %d) killed", (int)r->srv->pid);
+	return 0;
+}
+
+int rig_start_server(struct rig *r, char *err, size_t len)
+{
+	struct rig_server *srv = (struct rig_server *)r->srv;
+	char cmd[SCN_TEXT_MAX * 3 + 256], line[SCN_TEXT_MAX + 32];
+	pid_t pid = 0;
+	FILE *f;
+
+	if (!r->down)
+		return 0;
+	snprintf(cmd, sizeof(cmd),
+		 "'%s/start-server' --run-dir '%s' --export '%s' --nfs-port %u "
+		 "--mount-port %u --nlm-port %u --rquota-port %u 2>&1",
+		 r->paths->scripts, srv->run_dir, srv->export_dir,
+		 srv->nfs_port, srv->mount_port,
+		 srv->nlm_port ? srv->nlm_port : srv->nfs_port - 2,
+		 srv->rquota_port ? srv->rquota_port : srv->nfs_port - 3);
+	fflush(NULL);
+	f = popen(cmd, "r");
+	if (!f) {
+		snprintf(err, len, "popen %s: %s", cmd, strerror(errno));
+		return -1;
+	}
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "pid=", 4))
+			pid = (pid_t)atoi(line + 4);
+	if (pclose(f) != 0 || pid <= 0) {
+		snprintf(err, len, "the server did not start again (%s)", cmd);
+		return -1;
+	}
+	srv->pid = pid;
+	r->down = false;
+	say(r, "server started again (pid %d)", (int)pid);
+	return 0;
+}
+
+/* Loads the partition's rules as table intrfs_scn_PID. */
+static int nft_load(struct rig *r, const char *rules, char *err, size_t len)
+{
+	char cmd[2048];
+
+	snprintf(r->nft_table, sizeof(r->nft_table), "intrfs_scn_%d",
+		 (int)getpid());
+	snprintf(cmd, sizeof(cmd),
+		 "nft -f - <<'EOF'\n"
+		 "table inet %s {\n%s}\n"
+		 "EOF",
+		 r->nft_table, rules);
+	r->partitioned = true;
+	if (system(cmd) != 0) {
+		snprintf(err, len,
+			 "nft could not load the partition (is "
+			 "nftables installed?)");
+		return -1;
+	}
+	return 0;
+}
+
+int rig_partition(struct rig *r, bool reject, char *err, size_t len)
+{
+	unsigned port = r->nf_nfs_port;
+	char rules[768];
+
+	if (reject)
+		snprintf(rules, sizeof(rules),
+			 "  chain in { type filter hook input priority -10; "
+			 "tcp dport %u reject with tcp reset; "
+			 "tcp sport %u tcp flags & rst == rst accept; "
+			 "tcp sport %u drop; }\n",
+			 port, port, port);
+	else
+		snprintf(rules, sizeof(rules),
+			 "  chain in { type filter hook input priority -10; "
+			 "tcp dport %u drop; tcp sport %u drop; }\n"
+			 "  chain out { type filter hook output priority -10; "
+			 "tcp dport %u drop; tcp sport %u drop; }\n",
+			 port, port, port, port);
+	say(r, "partition (%s) on port %u", reject ? "reject" : "drop", port);
+	return nft_load(r, rules, err, len);
+}
+
+void rig_heal(struct rig *r)
+{
+	char cmd[128];
+
+	if (!r->partitioned)
+		return;
+	snprintf(cmd, sizeof(cmd), "nft delete table inet %s 2>/dev/null",
+		 r->nft_table);
+	if (system(cmd) != 0)
+		fprintf(stderr,
+			"intrfs-scenario: could not delete nftables "
+			"table %s\n",
+			r->nft_table);
+	r->partitioned = false;
+	say(r, "partition healed");
+}
+
+void rig_lift_all(struct rig *r)
+{
+	char ans[256], err[512];
+
+	if (r->nf_pid > 0)
+		rig_netfault_ask(r, "clear", ans, sizeof(ans));
+	rig_heal(r);
+	rig_resume(r);
+	if (r->down && rig_start_server(r, err, sizeof(err)) < 0)
+		fprintf(stderr, "intrfs-scenario: %s\n", err);
+}
+
+void rig_emergency(struct rig *r)
+{
+	if (r->paused && r->srv->pid > 0)
+		kill(r->srv->pid, SIGCONT);
+	if (r->mnt[0])
+		umount2(r->mnt, MNT_DETACH);
+	if (r->daemon > 0)
+		kill(r->daemon, SIGKILL);
+	if (r->nf_pid > 0)
+		kill(r->nf_pid, SIGKILL);
+}

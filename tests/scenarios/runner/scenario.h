@@ -1,0 +1,237 @@
+/*
+ * intrfs-scenario: scenario files (tests/scenarios/README.md) parsed into
+ * struct scenario, and run against a real mount of a real server through
+ * netfault.  parse.c reads the files, work.c is what the workload
+ * processes do, rig.c starts and stops what a scenario needs (netfault,
+ * the mount, server pauses and restarts, partitions), run.c runs the
+ * timeline and checks the outcome, main.c is the command line.
+ */
+#ifndef INTRFS_SCENARIO_H
+#define INTRFS_SCENARIO_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#define SCN_NAME_MAX 160
+#define SCN_TEXT_MAX 512
+#define SCN_FAULTS_MAX 16
+#define SCN_PROCS_MAX 64
+#define SCN_ALTS_MAX 6
+
+enum scn_op {
+	OP_READ,
+	OP_WRITE,
+	OP_FSYNC,
+	OP_CREATE,
+	OP_REMOVE,
+	OP_RENAME,
+	OP_READDIR,
+	OP_MKDIR,
+	OP_STAT,
+};
+
+enum scn_fault_kind {
+	FK_NETFAULT,
+	FK_PAUSE,
+	FK_RESTART,
+	FK_PARTITION_DROP,
+	FK_PARTITION_REJECT,
+};
+
+enum scn_action {
+	ACT_HANDLER, /* a handler, no SA_RESTART */
+	ACT_RESTART, /* a handler with SA_RESTART */
+	ACT_DEFAULT, /* SIG_DFL */
+};
+
+enum scn_state {
+	ST_AUTO,
+	ST_NEW,
+	ST_OLD,
+	ST_ANY,
+};
+
+/* A time bound: unset, or at most / at least ns. */
+struct scn_bound {
+	bool set;
+	uint64_t ns;
+};
+
+struct scn_fault {
+	uint64_t at_ns;
+	uint64_t for_ns; /* 0: until the workload is over */
+	bool has_for;
+	enum scn_fault_kind kind;
+	char rule[SCN_TEXT_MAX]; /* netfault */
+};
+
+/*
+ * A result: "ok", "killed", or an errno (positive).  RES_ERRNO_OK and
+ * RES_KILLED are below every errno.
+ */
+#define RES_OK 0
+#define RES_KILLED (-1)
+#define RES_HUNG (-2)
+
+struct scenario {
+	char file[SCN_TEXT_MAX];
+	char name[SCN_NAME_MAX];
+	char about[SCN_TEXT_MAX];
+	char mount[SCN_TEXT_MAX];
+	/* workload */
+	enum scn_op op;
+	uint64_t size, chunk;
+	unsigned entries, procs;
+	bool direct;
+	/* faults */
+	struct scn_fault faults[SCN_FAULTS_MAX];
+	unsigned nfaults;
+	/* signal: sig 0 is none */
+	int sig;
+	enum scn_action action;
+	uint64_t sig_at_ns, every_ns;
+	bool when_blocked;
+	/* expectations */
+	int results[SCN_ALTS_MAX]; /* RES_OK, RES_KILLED or an errno */
+	unsigned nresults;
+	struct scn_bound latency_max, latency_min, elapsed_max, elapsed_min;
+	bool resets_eq_set, resets_min_set, resets_max_set;
+	unsigned resets_eq, resets_min, resets_max;
+	enum scn_state export_state;
+	bool data_any;
+	uint64_t timeout_ns;
+};
+
+/*
+ * Parses path into s.  On a mistake, prints FILE:LINE:COL: message, the
+ * line and a caret to err, and returns -1.
+ */
+int scn_parse_file(const char *path, struct scenario *s, FILE *err);
+/* Parses text (a whole file's contents) named path. */
+int scn_parse_text(const char *path, const char *text, struct scenario *s,
+		   FILE *err);
+/* Copies src into dst of len bytes, cut to fit, always terminated. */
+void scn_copy(char *dst, size_t len, const char *src);
+/* Writes s back in canonical form. */
+void scn_print(const struct scenario *s, FILE *out);
+
+const char *scn_op_name(enum scn_op op);
+const char *scn_state_name(enum scn_state st);
+/* "ok", "killed", "hung" or the errno's name ("EINTR"). */
+const char *scn_result_name(int res);
+/* The errno of a name ("EINTR"), or 0. */
+int scn_errno_of(const char *name);
+/* "SIGINT" for SIGINT; "SIG%d" otherwise. */
+const char *scn_signal_name(int sig);
+/* Formats ns as "1.503s" or "250ms"-like text for the result line. */
+void scn_format_duration(uint64_t ns, char *buf, size_t len);
+
+/* What one workload process reports through its pipe at its end. */
+struct work_report {
+	int result; /* RES_OK or an errno */
+	char call[16]; /* the call that failed: "open", "write"... */
+	uint64_t end_ns; /* CLOCK_MONOTONIC at its end */
+	unsigned sigs; /* signals its handler saw */
+	bool data_ok; /* what it read was right (read, readdir, stat) */
+	uint64_t done; /* bytes (or entries) it got through */
+};
+
+/* The files of process k, relative to the scenario's directory. */
+void work_names(const struct scenario *s, unsigned k, char *a, char *b,
+		size_t len);
+/* The old (k's prepared) and new (k's written) byte at offset off. */
+unsigned char work_old_byte(unsigned k, uint64_t off);
+unsigned char work_new_byte(unsigned k, uint64_t off);
+/* Prepares process k's old state below dir (the export, seen locally). */
+int work_prepare(const struct scenario *s, const char *dir, unsigned k);
+/*
+ * The child's body: installs the signal action, gets ready below dir (the
+ * mount), writes a byte to ready_fd, waits for a byte on go_fd, runs the
+ * op and writes a struct work_report to report_fd.  Never returns.
+ */
+void work_child(const struct scenario *s, const char *dir, unsigned k,
+		int ready_fd, int go_fd, int report_fd);
+/*
+ * Checks process k's files below dir (the export) against want (ST_NEW,
+ * ST_OLD or ST_ANY); returns the state found ("new", "old", "mixed" for a
+ * write partly done, which passes ST_ANY) or NULL with why in buf.
+ */
+const char *work_check(const struct scenario *s, const char *dir, unsigned k,
+		       enum scn_state want, char *buf, size_t len);
+
+/* The rig: what a scenario runs against. */
+struct rig_server {
+	char host[64];
+	char export_dir[SCN_TEXT_MAX]; /* the export, a local directory */
+	unsigned nfs_port, mount_port, nlm_port, rquota_port;
+	char run_dir[SCN_TEXT_MAX]; /* "" without --server-dir */
+	pid_t pid; /* ganesha; 0 without --server-dir */
+};
+
+struct rig_paths {
+	char intrfs[SCN_TEXT_MAX];
+	char netfault[SCN_TEXT_MAX];
+	char scripts[SCN_TEXT_MAX];
+};
+
+struct rig {
+	const struct rig_server *srv;
+	const struct rig_paths *paths;
+	bool verbose;
+	/* netfault */
+	pid_t nf_pid;
+	unsigned nf_nfs_port, nf_mount_port;
+	char nf_sock[128], nf_log[128];
+	/* the mount */
+	char sub[64]; /* the scenario's directory, below the export */
+	char local[SCN_TEXT_MAX + 80]; /* that directory, seen locally */
+	char mnt[128]; /* the mount point */
+	char mnt_log[160];
+	pid_t daemon;
+	/* faults in force */
+	bool paused, down, partitioned;
+	char nft_table[64];
+};
+
+/* Reads RUN_DIR/instance.env of a start-server instance. */
+int rig_server_from_dir(struct rig_server *srv, const char *run_dir, char *err,
+			size_t len);
+/* Starts netfault on two free loopback ports; 0 or -1 (why in err). */
+int rig_netfault_start(struct rig *r, char *err, size_t len);
+void rig_netfault_stop(struct rig *r);
+/*
+ * One request to netfault's control socket; its answer line in ans.
+ * Returns 0 when the answer says ok.
+ */
+int rig_netfault_ask(struct rig *r, const char *req, char *ans, size_t len);
+/* A number field of a netfault answer ("conns"), or -1. */
+long long rig_json_number(const char *ans, const char *key);
+/* Makes the scenario's directory on the export. */
+int rig_dir_make(struct rig *r, unsigned seq, char *err, size_t len);
+void rig_dir_remove(struct rig *r);
+/* Mounts the scenario's directory through netfault with opts. */
+int rig_mount(struct rig *r, const char *opts, char *err, size_t len);
+/* Unmounts; 0, or -1 when the daemon had to be killed. */
+int rig_umount(struct rig *r, char *err, size_t len);
+/* Server faults; each 0 or -1 with why in err. */
+int rig_pause(struct rig *r, char *err, size_t len);
+void rig_resume(struct rig *r);
+int rig_kill_server(struct rig *r, char *err, size_t len);
+int rig_start_server(struct rig *r, char *err, size_t len);
+int rig_partition(struct rig *r, bool reject, char *err, size_t len);
+void rig_heal(struct rig *r);
+/* Lifts every fault in force (the rules, a pause, a partition, a kill). */
+void rig_lift_all(struct rig *r);
+/* For a signal handler: undoes what can be undone with no allocation. */
+void rig_emergency(struct rig *r);
+
+/* Runs one scenario; prints its line, appends its JSON; true if passed. */
+bool run_scenario(const struct scenario *s, struct rig *r,
+		  const char *extra_opts, FILE *json, bool keep, unsigned seq);
+
+/* The rig of the scenario running now, for the signal handler. */
+extern struct rig *run_current_rig;
+
+#endif

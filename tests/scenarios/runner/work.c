@@ -1,0 +1,452 @@
+/*
+ * The workload: what each process of a scenario does, the old state the
+ * runner prepares on the export before it, and the check of the export
+ * after it.  Process k's files are its own (p<k>.a, p<k>.b): an old byte
+ * and a new byte differ at every offset, so a written file shows byte by
+ * byte what reached the server.
+ */
+#include "scenario.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define ALIGN 4096
+
+void work_names(const struct scenario *s, unsigned k, char *a, char *b,
+		size_t len)
+{
+	(void)s;
+	snprintf(a, len, "p%u.a", k);
+	snprintf(b, len, "p%u.b", k);
+}
+
+unsigned char work_old_byte(unsigned k, uint64_t off)
+{
+	return (unsigned char)((off * 131u + off / 4096u + k * 29u) & 0xff);
+}
+
+unsigned char work_new_byte(unsigned k, uint64_t off)
+{
+	return work_old_byte(k, off) ^ 0xa5;
+}
+
+static void fill(unsigned char *buf, size_t len, unsigned k, uint64_t off,
+		 bool new)
+{
+	for (size_t i = 0; i < len; i++)
+		buf[i] = new ? work_new_byte(k, off + i) :
+			       work_old_byte(k, off + i);
+}
+
+static int write_old_file(const char *path, uint64_t size, unsigned k)
+{
+	unsigned char buf[65536];
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+
+	if (fd < 0)
+		return -1;
+	for (uint64_t off = 0; off < size;) {
+		size_t n = size - off < sizeof(buf) ? (size_t)(size - off) :
+						      sizeof(buf);
+		ssize_t w;
+
+		fill(buf, n, k, off, false);
+		w = write(fd, buf, n);
+		if (w <= 0) {
+			close(fd);
+			return -1;
+		}
+		off += (uint64_t)w;
+	}
+	if (fchmod(fd, 0666) < 0 || close(fd) < 0)
+		return -1;
+	return 0;
+}
+
+static const char *join(const char *dir, const char *name, char *buf,
+			size_t len)
+{
+	snprintf(buf, len, "%s/%s", dir, name);
+	return buf;
+}
+
+int work_prepare(const struct scenario *s, const char *dir, unsigned k)
+{
+	char a[32], b[32], path[SCN_TEXT_MAX + 64];
+
+	work_names(s, k, a, b, sizeof(a));
+	switch (s->op) {
+	case OP_READ:
+	case OP_WRITE:
+	case OP_FSYNC:
+	case OP_STAT:
+	case OP_REMOVE:
+	case OP_RENAME:
+		return write_old_file(join(dir, a, path, sizeof(path)), s->size,
+				      k);
+	case OP_READDIR:
+		if (mkdir(join(dir, a, path, sizeof(path)), 0777) < 0)
+			return -1;
+		for (unsigned i = 0; i < s->entries; i++) {
+			char e[SCN_TEXT_MAX + 96];
+			int fd;
+
+			snprintf(e, sizeof(e), "%s/e%05u", path, i);
+			fd = open(e, O_WRONLY | O_CREAT, 0666);
+			if (fd < 0 || close(fd) < 0)
+				return -1;
+		}
+		return 0;
+	case OP_CREATE:
+	case OP_MKDIR:
+		return 0;
+	}
+	return 0;
+}
+
+static volatile sig_atomic_t sigs_seen;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	sigs_seen++;
+}
+
+static void install(const struct scenario *s)
+{
+	struct sigaction sa;
+
+	signal(SIGPIPE, SIG_IGN);
+	if (!s->sig || s->sig == SIGKILL)
+		return;
+	memset(&sa, 0, sizeof(sa));
+	sigemptyset(&sa.sa_mask);
+	if (s->action == ACT_DEFAULT) {
+		sa.sa_handler = SIG_DFL;
+	} else {
+		sa.sa_handler = on_signal;
+		sa.sa_flags = s->action == ACT_RESTART ? SA_RESTART : 0;
+	}
+	sigaction(s->sig, &sa, NULL);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void fail(struct work_report *r, const char *call, int err)
+{
+	if (r->result != RES_OK)
+		return;
+	r->result = err ? err : EIO;
+	snprintf(r->call, sizeof(r->call), "%s", call);
+}
+
+static void do_read(const struct scenario *s, unsigned k, int fd,
+		    unsigned char *buf, struct work_report *r)
+{
+	r->data_ok = true;
+	while (r->done < s->size) {
+		size_t want = s->size - r->done < s->chunk ?
+				      (size_t)(s->size - r->done) :
+				      (size_t)s->chunk;
+		ssize_t n = read(fd, buf, want);
+
+		if (n < 0) {
+			fail(r, "read", errno);
+			return;
+		}
+		if (n == 0)
+			break;
+		for (ssize_t i = 0; i < n; i++)
+			if (buf[i] != work_old_byte(k, r->done + (uint64_t)i))
+				r->data_ok = false;
+		r->done += (uint64_t)n;
+	}
+	if (r->done != s->size)
+		r->data_ok = false;
+}
+
+static void do_write(const struct scenario *s, unsigned k, int fd,
+		     unsigned char *buf, struct work_report *r)
+{
+	while (r->done < s->size) {
+		size_t want = s->size - r->done < s->chunk ?
+				      (size_t)(s->size - r->done) :
+				      (size_t)s->chunk;
+		ssize_t n;
+
+		fill(buf, want, k, r->done, true);
+		n = write(fd, buf, want);
+		if (n < 0) {
+			fail(r, "write", errno);
+			return;
+		}
+		r->done += (uint64_t)n;
+	}
+	if (s->op == OP_FSYNC && fsync(fd) < 0)
+		fail(r, "fsync", errno);
+}
+
+static void do_readdir(const struct scenario *s, const char *path,
+		       struct work_report *r)
+{
+	DIR *d = opendir(path);
+	struct dirent *e;
+
+	if (!d) {
+		fail(r, "opendir", errno);
+		return;
+	}
+	for (;;) {
+		errno = 0;
+		e = readdir(d);
+		if (!e)
+			break;
+		if (e->d_name[0] == 'e')
+			r->done++;
+	}
+	if (errno)
+		fail(r, "readdir", errno);
+	if (closedir(d) < 0)
+		fail(r, "closedir", errno);
+	r->data_ok = r->done == s->entries;
+}
+
+void work_child(const struct scenario *s, const char *dir, unsigned k,
+		int ready_fd, int go_fd, int report_fd)
+{
+	struct work_report r = { .result = RES_OK };
+	char a[32], b[32], pa[SCN_TEXT_MAX + 64], pb[SCN_TEXT_MAX + 64];
+	unsigned char *buf = NULL;
+	int fd = -1, flags;
+	struct stat st;
+	char c = 'r';
+
+	install(s);
+	work_names(s, k, a, b, sizeof(a));
+	join(dir, a, pa, sizeof(pa));
+	join(dir, b, pb, sizeof(pb));
+	if (s->op == OP_READ || s->op == OP_WRITE || s->op == OP_FSYNC) {
+		flags = s->op == OP_READ ? O_RDONLY : O_WRONLY;
+		if (s->direct)
+			flags |= O_DIRECT;
+		if (posix_memalign((void **)&buf, ALIGN,
+				   (size_t)s->chunk + ALIGN) != 0)
+			_exit(120);
+		fd = open(pa, flags);
+		if (fd < 0)
+			fail(&r, "open", errno);
+	}
+	if (write(ready_fd, &c, 1) != 1 || read(go_fd, &c, 1) != 1)
+		_exit(121);
+	if (r.result == RES_OK) {
+		switch (s->op) {
+		case OP_READ:
+			do_read(s, k, fd, buf, &r);
+			break;
+		case OP_WRITE:
+		case OP_FSYNC:
+			do_write(s, k, fd, buf, &r);
+			break;
+		case OP_CREATE:
+			fd = open(pa, O_CREAT | O_EXCL | O_WRONLY, 0644);
+			if (fd < 0)
+				fail(&r, "open", errno);
+			break;
+		case OP_REMOVE:
+			if (unlink(pa) < 0)
+				fail(&r, "unlink", errno);
+			break;
+		case OP_RENAME:
+			if (rename(pa, pb) < 0)
+				fail(&r, "rename", errno);
+			break;
+		case OP_READDIR:
+			do_readdir(s, pa, &r);
+			break;
+		case OP_MKDIR:
+			if (mkdir(pa, 0755) < 0)
+				fail(&r, "mkdir", errno);
+			break;
+		case OP_STAT:
+			if (stat(pa, &st) < 0)
+				fail(&r, "stat", errno);
+			else
+				r.data_ok = (uint64_t)st.st_size == s->size;
+			break;
+		}
+		if (fd >= 0 && close(fd) < 0)
+			fail(&r, "close", errno);
+	}
+	r.end_ns = now_ns();
+	r.sigs = (unsigned)sigs_seen;
+	if (write(report_fd, &r, sizeof(r)) != (ssize_t)sizeof(r))
+		_exit(122);
+	_exit(0);
+}
+
+/* The state of a file that should hold k's old or new bytes. */
+static const char *check_bytes(const struct scenario *s, const char *path,
+			       unsigned k, char *buf, size_t len)
+{
+	unsigned char chunk[65536];
+	uint64_t off = 0, olds = 0, news = 0;
+	int fd = open(path, O_RDONLY);
+	struct stat st;
+
+	if (fd < 0) {
+		snprintf(buf, len, "%s: %s", path, strerror(errno));
+		return NULL;
+	}
+	if (fstat(fd, &st) < 0 || (uint64_t)st.st_size != s->size) {
+		snprintf(buf, len, "%s has %lld bytes, not %llu", path,
+			 (long long)st.st_size, (unsigned long long)s->size);
+		close(fd);
+		return NULL;
+	}
+	for (;;) {
+		ssize_t n = read(fd, chunk, sizeof(chunk));
+
+		if (n < 0) {
+			snprintf(buf, len, "read %s: %s", path,
+				 strerror(errno));
+			close(fd);
+			return NULL;
+		}
+		if (n == 0)
+			break;
+		for (ssize_t i = 0; i < n; i++, off++) {
+			if (chunk[i] == work_old_byte(k, off)) {
+				olds++;
+			} else if (chunk[i] == work_new_byte(k, off)) {
+				news++;
+			} else {
+				snprintf(
+					buf, len,
+					"%s is torn: byte %llu is 0x%02x, "
+					"neither old (0x%02x) nor new (0x%02x)",
+					path, (unsigned long long)off, chunk[i],
+					work_old_byte(k, off),
+					work_new_byte(k, off));
+				close(fd);
+				return NULL;
+			}
+		}
+	}
+	close(fd);
+	if (news == s->size)
+		return "new";
+	if (olds == s->size)
+		return "old";
+	return "mixed";
+}
+
+static bool exists(const char *path, mode_t type)
+{
+	struct stat st;
+
+	return lstat(path, &st) == 0 && (st.st_mode & S_IFMT) == type;
+}
+
+const char *work_check(const struct scenario *s, const char *dir, unsigned k,
+		       enum scn_state want, char *buf, size_t len)
+{
+	char a[32], b[32], pa[SCN_TEXT_MAX + 64], pb[SCN_TEXT_MAX + 64];
+	const char *got = NULL;
+	bool ha, hb;
+
+	work_names(s, k, a, b, sizeof(a));
+	join(dir, a, pa, sizeof(pa));
+	join(dir, b, pb, sizeof(pb));
+	switch (s->op) {
+	case OP_READ:
+	case OP_STAT:
+	case OP_WRITE:
+	case OP_FSYNC:
+		got = check_bytes(s, pa, k, buf, len);
+		if (got && (s->op == OP_READ || s->op == OP_STAT) &&
+		    strcmp(got, "old") != 0) {
+			snprintf(buf, len, "%s changed (%s)", pa, got);
+			return NULL;
+		}
+		if (got && (s->op == OP_READ || s->op == OP_STAT))
+			return "unchanged";
+		break;
+	case OP_READDIR: {
+		unsigned n = 0;
+		DIR *d = opendir(pa);
+		struct dirent *e;
+
+		if (!d) {
+			snprintf(buf, len, "%s: %s", pa, strerror(errno));
+			return NULL;
+		}
+		while ((e = readdir(d)))
+			n += e->d_name[0] == 'e';
+		closedir(d);
+		if (n != s->entries) {
+			snprintf(buf, len, "%s has %u entries, not %u", pa, n,
+				 s->entries);
+			return NULL;
+		}
+		return "unchanged";
+	}
+	case OP_CREATE:
+		got = exists(pa, S_IFREG) ? "new" : "old";
+		break;
+	case OP_MKDIR:
+		got = exists(pa, S_IFDIR) ? "new" : "old";
+		break;
+	case OP_REMOVE:
+		if (!exists(pa, S_IFREG))
+			got = "new";
+		else if ((got = check_bytes(s, pa, k, buf, len)) &&
+			 strcmp(got, "old") != 0) {
+			snprintf(buf, len, "%s is still there, changed", pa);
+			return NULL;
+		}
+		break;
+	case OP_RENAME:
+		ha = exists(pa, S_IFREG);
+		hb = exists(pb, S_IFREG);
+		if (ha == hb) {
+			snprintf(buf, len, "%s at both names (%s, %s)",
+				 ha ? "the file is" : "the file is at neither",
+				 a, b);
+			if (!ha)
+				snprintf(buf, len,
+					 "the file is at neither %s nor %s", a,
+					 b);
+			return NULL;
+		}
+		got = check_bytes(s, ha ? pa : pb, k, buf, len);
+		if (got && strcmp(got, "old") != 0) {
+			snprintf(buf, len, "the renamed file's bytes changed");
+			return NULL;
+		}
+		if (got)
+			got = ha ? "old" : "new";
+		break;
+	}
+	if (!got)
+		return NULL;
+	if ((want == ST_NEW && strcmp(got, "new") != 0) ||
+	    (want == ST_OLD && strcmp(got, "old") != 0)) {
+		snprintf(buf, len, "the export is %s, not %s", got,
+			 scn_state_name(want));
+		return NULL;
+	}
+	return got;
+}
