@@ -206,13 +206,17 @@ static void handle_interrupt(struct job *j)
 	fs_count(&j->fs->stats.interrupts);
 	raised(j, TASK_INTR_NORMAL);
 	/*
-	 * On an intr mount nothing holds a normal interrupt back: answer
-	 * first, then stop the task's work; whether the signal is fatal
-	 * changes nothing, so the watcher spares the read of /proc.
+	 * On an intr mount a normal interrupt ends the request's own waits:
+	 * answer first, then stop the task's work.  A nested region may still
+	 * hold it back (the record send is killable): then only a fatal
+	 * signal ends the wait, and the watcher must look for one.
 	 */
 	if (j->fs->nco.intr_mode == NC_INTR) {
 		answer_eintr(j, TASK_INTR_NORMAL);
 		task_interrupt(j->task, TASK_INTR_NORMAL);
+		/* relaxed: a hint; job_take_answer() decides. */
+		if (!atomic_load_explicit(&j->answered, memory_order_relaxed))
+			watcher_wake(&j->fs->watch);
 		return;
 	}
 	task_interrupt(j->task, TASK_INTR_NORMAL);
