@@ -14,6 +14,7 @@
  * with this process, PR_SET_PDEATHSIG).  One thread, no locks.
  */
 #include "exercise_i.h"
+#include "proc.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -385,34 +386,6 @@ die(int code, const char *fmt, ...)
 	finish(code);
 }
 
-/* Notes a pid where tests/run stops what a crashed test left. */
-static void note_pid(pid_t pid)
-{
-	const char *path = getenv("INTRFS_TEST_PIDS");
-	FILE *f = path && *path ? fopen(path, "a") : NULL;
-
-	if (f) {
-		fprintf(f, "%d\n", (int)pid);
-		fclose(f);
-	}
-}
-
-static bool is_mounted(const char *dir)
-{
-	char line[4096], needle[700];
-	bool found = false;
-	FILE *f = fopen("/proc/self/mountinfo", "r");
-
-	if (!f)
-		return false;
-	snprintf(needle, sizeof(needle), " %s ", dir);
-	while (fgets(line, sizeof(line), f))
-		if (strstr(line, needle) && strstr(line, " fuse.intrfs "))
-			found = true;
-	fclose(f);
-	return found;
-}
-
 static void mount_it(void)
 {
 	char opts[1024];
@@ -438,8 +411,8 @@ static void mount_it(void)
 		perror("exec intrfs");
 		_exit(127);
 	}
-	note_pid(g.daemon);
-	while (!is_mounted(g.mnt)) {
+	proc_note_pid(g.daemon);
+	while (!proc_intrfs_mounted(g.mnt)) {
 		if (waitpid(g.daemon, &st, WNOHANG) == g.daemon) {
 			g.daemon = 0;
 			print_tail(g.dlog, 20);
@@ -1042,7 +1015,7 @@ int main(int argc, char **argv)
 	if (rc < 0)
 		die(2, "netfault did not start: %s (%s)", strerror(-rc),
 		    g.nf.err);
-	note_pid(g.nf.pid);
+	proc_note_pid(g.nf.pid);
 	mount_it();
 	start_workers();
 	run();

@@ -8,6 +8,7 @@
  * It never stops netfault but through nf_stop(), by its pid.
  */
 #include "exercise_i.h"
+#include "proc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -60,22 +61,6 @@ unsigned nf_parse_kinds(const char *list, char *bad, size_t len)
 	return kinds;
 }
 
-static unsigned free_port(void)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET };
-	socklen_t len = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	unsigned port = 0;
-
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
-	    getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-		port = ntohs(a.sin_port);
-	if (fd >= 0)
-		close(fd);
-	return port;
-}
-
 /* Whether the file holds what at least times times. */
 static bool file_has(const char *path, const char *what, unsigned times)
 {
@@ -102,8 +87,8 @@ int nf_start(struct nf *nf, const struct xopts *o, volatile sig_atomic_t *stop)
 	uint64_t end = xnow_ns() + NF_START_DEADLINE_MS * 1000000ull;
 	int st;
 
-	nf->nfs_port = free_port();
-	nf->mount_port = free_port();
+	nf->nfs_port = proc_free_port();
+	nf->mount_port = proc_free_port();
 	if (!nf->nfs_port || !nf->mount_port || nf->nfs_port == nf->mount_port)
 		return -EAGAIN;
 	if (strlen(nf->sock) >= sizeof(((struct sockaddr_un *)0)->sun_path))
@@ -133,7 +118,7 @@ int nf_start(struct nf *nf, const struct xopts *o, volatile sig_atomic_t *stop)
 	while (!file_has(nf->err, "netfault: listening", 2)) {
 		if (waitpid(nf->pid, &st, WNOHANG) == nf->pid) {
 			nf->pid = 0;
-			/* A port taken since free_port(): try others. */
+			/* A port taken since proc_free_port(): try others. */
 			return -EAGAIN;
 		}
 		if (xnow_ns() > end || *stop) {

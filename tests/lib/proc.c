@@ -8,6 +8,9 @@
 
 #include <intrfs/region.h>
 
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -175,4 +178,47 @@ bool proc_gone_within(pid_t pid, unsigned timeout_ms)
 			return false;
 		usleep(1000);
 	}
+}
+
+bool proc_intrfs_mounted(const char *dir)
+{
+	char line[4096], needle[700];
+	bool found = false;
+	FILE *f = fopen("/proc/self/mountinfo", "r");
+
+	if (!f)
+		return false;
+	snprintf(needle, sizeof(needle), " %s ", dir);
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, needle) && strstr(line, " fuse.intrfs "))
+			found = true;
+	fclose(f);
+	return found;
+}
+
+void proc_note_pid(pid_t pid)
+{
+	const char *path = getenv("INTRFS_TEST_PIDS");
+	FILE *f = path && *path ? fopen(path, "a") : NULL;
+
+	if (f) {
+		fprintf(f, "%d\n", (int)pid);
+		fclose(f);
+	}
+}
+
+unsigned proc_free_port(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	unsigned port = 0;
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+	    getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+		port = ntohs(a.sin_port);
+	if (fd >= 0)
+		close(fd);
+	return port;
 }

@@ -34,4 +34,14 @@ unsigned proc_children(pid_t parent, pid_t *out, unsigned max);
  */
 bool proc_gone_within(pid_t pid, unsigned timeout_ms);
 
+/* Whether an intrfs mount sits on dir (/proc/self/mountinfo). */
+bool proc_intrfs_mounted(const char *dir);
+/*
+ * Notes pid where tests/run finds it ($INTRFS_TEST_PIDS, if set), so that
+ * a daemon or a netfault a dead test left behind is stopped by its pid.
+ */
+void proc_note_pid(pid_t pid);
+/* A loopback TCP port nobody listens on now (0 if none was found). */
+unsigned proc_free_port(void);
+
 #endif

@@ -321,22 +321,6 @@ void net_heal(void)
 			nft_table);
 }
 
-static bool is_mounted(const char *dir)
-{
-	char line[4096], needle[300];
-	bool found = false;
-	FILE *f = fopen("/proc/self/mountinfo", "r");
-
-	if (!f)
-		return false;
-	snprintf(needle, sizeof(needle), " %s ", dir);
-	while (fgets(line, sizeof(line), f))
-		if (strstr(line, needle) && strstr(line, " fuse.intrfs "))
-			found = true;
-	fclose(f);
-	return found;
-}
-
 static void track(struct mnt *m, bool on)
 {
 	for (unsigned i = 0; i < MAX_LIVE; i++) {
@@ -348,21 +332,6 @@ static void track(struct mnt *m, bool on)
 			live[i] = NULL;
 			return;
 		}
-	}
-}
-
-/*
- * Notes a daemon's pid where tests/run finds it ($INTRFS_TEST_PIDS), so
- * that one a crashed test left behind is stopped by its pid.
- */
-static void note_pid(pid_t pid)
-{
-	const char *path = getenv("INTRFS_TEST_PIDS");
-	FILE *f = path && *path ? fopen(path, "a") : NULL;
-
-	if (f) {
-		fprintf(f, "%d\n", (int)pid);
-		fclose(f);
 	}
 }
 
@@ -404,7 +373,7 @@ static pid_t spawn_daemon(struct mnt *m, const struct test_server *s,
 		perror("exec intrfs");
 		_exit(127);
 	}
-	note_pid(pid);
+	proc_note_pid(pid);
 	return pid;
 }
 
@@ -451,7 +420,7 @@ void mnt_start(struct mnt *m, const struct test_server *s, const char *opts)
 	memset(m, 0, sizeof(*m));
 	m->pid = spawn_daemon(m, s, opts);
 	track(m, true);
-	while (!is_mounted(m->dir)) {
+	while (!proc_intrfs_mounted(m->dir)) {
 		if (waitpid(m->pid, &status, WNOHANG) == m->pid) {
 			m->pid = 0;
 			mnt_read_log(m, log, sizeof(log));
@@ -485,7 +454,7 @@ int mnt_start_fails(struct mnt *m, const struct test_server *s,
 	for (;;) {
 		if (waitpid(m->pid, &status, WNOHANG) == m->pid)
 			break;
-		if (is_mounted(m->dir))
+		if (proc_intrfs_mounted(m->dir))
 			TEST__FAIL("intrfs mounted with -o %s", m->opts);
 		ASSERT_LT(region_now_ns(), end);
 		usleep(2000);

@@ -53,21 +53,6 @@ static void say(const struct rig *r, const char *fmt, ...)
 	va_end(ap);
 }
 
-/*
- * Notes a pid where tests/run finds it ($INTRFS_TEST_PIDS), so that a
- * daemon or a netfault a killed runner left behind is stopped by its pid.
- */
-static void note_pid(pid_t pid)
-{
-	const char *path = getenv("INTRFS_TEST_PIDS");
-	FILE *f = path && *path ? fopen(path, "a") : NULL;
-
-	if (f) {
-		fprintf(f, "%d\n", (int)pid);
-		fclose(f);
-	}
-}
-
 /* The last lines of a log file, for an error message. */
 static void log_tail(const char *path, char *buf, size_t len)
 {
@@ -147,23 +132,6 @@ int rig_server_from_dir(struct rig_server *srv, const char *run_dir, char *err,
 	return 0;
 }
 
-/* A loopback port nobody listens on now. */
-static unsigned free_port(void)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET };
-	socklen_t alen = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	unsigned port = 0;
-
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
-	    getsockname(fd, (struct sockaddr *)&a, &alen) == 0)
-		port = ntohs(a.sin_port);
-	if (fd >= 0)
-		close(fd);
-	return port;
-}
-
 static unsigned count_lines_with(const char *path, const char *what)
 {
 	char line[1024];
@@ -184,8 +152,8 @@ int rig_netfault_start(struct rig *r, char *err, size_t len)
 	int status;
 	pid_t pid;
 
-	r->nf_nfs_port = free_port();
-	r->nf_mount_port = free_port();
+	r->nf_nfs_port = proc_free_port();
+	r->nf_mount_port = proc_free_port();
 	if (!r->nf_nfs_port || !r->nf_mount_port ||
 	    r->nf_nfs_port == r->nf_mount_port) {
 		snprintf(err, len, "no free loopback port for netfault");
@@ -220,7 +188,7 @@ int rig_netfault_start(struct rig *r, char *err, size_t len)
 		_exit(127);
 	}
 	r->nf_pid = pid;
-	note_pid(pid);
+	proc_note_pid(pid);
 	while (count_lines_with(errlog, "listening") < 2) {
 		if (waitpid(pid, &status, WNOHANG) == pid || ms_now() > end) {
 			log_tail(errlog, tail, sizeof(tail));
@@ -335,22 +303,6 @@ void rig_dir_remove(struct rig *r)
 		nftw(r->local, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
-static bool is_mounted(const char *dir)
-{
-	char line[4096], needle[200];
-	bool found = false;
-	FILE *f = fopen("/proc/self/mountinfo", "r");
-
-	if (!f)
-		return false;
-	snprintf(needle, sizeof(needle), " %s ", dir);
-	while (fgets(line, sizeof(line), f))
-		if (strstr(line, needle) && strstr(line, " fuse.intrfs "))
-			found = true;
-	fclose(f);
-	return found;
-}
-
 int rig_mount(struct rig *r, const char *opts, char *err, size_t len)
 {
 	uint64_t end = ms_now() + MOUNT_DEADLINE_MS;
@@ -388,10 +340,10 @@ int rig_mount(struct rig *r, const char *opts, char *err, size_t len)
 		_exit(127);
 	}
 	r->daemon = pid;
-	note_pid(pid);
+	proc_note_pid(pid);
 	say(r, "intrfs (pid %d) mounts %s on %s -o %s", (int)pid, source,
 	    r->mnt, o);
-	while (!is_mounted(r->mnt)) {
+	while (!proc_intrfs_mounted(r->mnt)) {
 		bool exited = waitpid(pid, &status, WNOHANG) == pid;
 
 		if (exited || ms_now() > end) {
