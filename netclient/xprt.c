@@ -264,6 +264,21 @@ static void wake_all_calls(struct nc__xprt *x)
 }
 
 /*
+ * The next connect waits: from 100 ms, doubling with each failure, at most
+ * 2 s.  Called with x->lock held.
+ */
+static void back_off(struct nc__xprt *x)
+{
+	unsigned shift = x->connect_failures < 7 ? x->connect_failures : 7;
+	uint64_t backoff = CONNECT_BACKOFF_MIN_NS << shift;
+
+	if (backoff > CONNECT_BACKOFF_MAX_NS)
+		backoff = CONNECT_BACKOFF_MAX_NS;
+	x->connect_failures++;
+	x->next_connect_ns = region_now_ns() + backoff;
+}
+
+/*
  * Drops the connection.  Called with x->lock held.  The receiver closes the
  * socket, with an RST, which also spares the source port a TIME_WAIT so
  * that the next connection can reuse it.
@@ -277,6 +292,14 @@ void nc__xprt_disconnect(struct nc__xprt *x, bool by_client)
 		return;
 	if (by_client)
 		nc__count(&x->stats->resets);
+	else if (!x->replied)
+		/*
+		 * The server ended a connection it answered nothing on (it
+		 * accepts and closes, or something in between does): the
+		 * next one waits as after a failed connect, rather than
+		 * connecting again hundreds of times a second.
+		 */
+		back_off(x);
 	/*
 	 * A close would not wake a task that polls the socket (its poll
 	 * holds the socket open): shut it down, so that a sender stuck on a
@@ -425,17 +448,9 @@ static int xprt_connect_locked(struct nc__xprt *x, uint64_t deadline,
 		rc = -ESHUTDOWN;
 	}
 	if (rc) {
-		unsigned shift = x->connect_failures < 7 ? x->connect_failures :
-							   7;
-		uint64_t backoff = CONNECT_BACKOFF_MIN_NS << shift;
-
 		x->conn = NC__CONN_DOWN;
-		if (rc != -EINTR) {
-			x->connect_failures++;
-			if (backoff > CONNECT_BACKOFF_MAX_NS)
-				backoff = CONNECT_BACKOFF_MAX_NS;
-			x->next_connect_ns = region_now_ns() + backoff;
-		}
+		if (rc != -EINTR)
+			back_off(x);
 		task_cond_broadcast(&x->conn_cond);
 		return rc;
 	}
@@ -449,7 +464,7 @@ static int xprt_connect_locked(struct nc__xprt *x, uint64_t deadline,
 	x->fd = fd;
 	x->gen++;
 	x->conn = NC__CONN_UP;
-	x->connect_failures = 0;
+	x->replied = false;
 	x->next_connect_ns = 0;
 	x->garbage = false;
 	task_cond_broadcast(&x->conn_cond);

@@ -81,8 +81,13 @@ struct nc__xprt {
 	uint64_t gen; /* connection number, +1 per connect */
 	uint16_t local_port; /* source port of the last connection */
 	bool ever_connected;
+	/*
+	 * Connections that failed, or that the server ended before it
+	 * answered anything on them; 0 once a reply comes.
+	 */
 	unsigned connect_failures;
 	uint64_t next_connect_ns; /* no attempt before this */
+	bool replied; /* a reply came on the connection up now */
 	bool not_responding; /* "still trying" or "timed out" printed */
 	bool garbage; /* the receiver found a stream not RPC */
 	struct nc__call *table[NC__XID_BUCKETS];

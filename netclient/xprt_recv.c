@@ -131,6 +131,8 @@ static int deliver(struct nc__xprt *x, unsigned char *rec, size_t len)
 	}
 	call->reply = rec;
 	call->reply_len = len;
+	x->replied = true;
+	x->connect_failures = 0;
 	nc__call_finish(x, call, 0);
 	task_cond_signal(&call->waiter->cond);
 	if (x->not_responding) {

@@ -13,6 +13,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <unistd.h>
@@ -490,6 +491,74 @@ TEST_IMPL(xprt_connect_refused)
 	ASSERT_EQ(fake_rpc_conns(ls.f), 1);
 	nc__xprt_destroy(x);
 	fake_rpc_stop(ls.f);
+	leave_task(t);
+	return 0;
+}
+
+/* A server that accepts every connection and closes it at once. */
+struct closer {
+	int lfd;
+	_Atomic unsigned accepted;
+	_Atomic bool stop;
+};
+
+static void *closer_main(void *arg)
+{
+	struct closer *c = arg;
+
+	while (!atomic_load(&c->stop)) {
+		struct pollfd p = { c->lfd, POLLIN, 0 };
+		int fd;
+
+		if (poll(&p, 1, 50) != 1)
+			continue;
+		fd = accept(c->lfd, NULL, NULL);
+		if (fd >= 0) {
+			atomic_fetch_add(&c->accepted, 1);
+			close(fd);
+		}
+	}
+	return NULL;
+}
+
+/*
+ * A server that ends every connection before it answers gets the connects
+ * paced as failed ones are (100 ms, doubling), not hundreds a second; a
+ * soft call still fails at its major timeout.
+ */
+TEST_IMPL(xprt_closed_at_once_backs_off)
+{
+	struct closer c = { .lfd = socket(AF_INET, SOCK_STREAM, 0) };
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	socklen_t sl = sizeof(sin);
+	struct nc__xstats st = { 0 };
+	struct nc_opts soft = opts_of(NC_SOFT, NC_KILLABLE, 10, 1);
+	task_t *t = enter_task(REGION_POLICY_REGION);
+	struct nc__xprt *x;
+	pthread_t th;
+	uint64_t t0, ns;
+	unsigned n;
+
+	ASSERT_GE(c.lfd, 0);
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ASSERT_EQ(bind(c.lfd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	ASSERT_EQ(listen(c.lfd, 16), 0);
+	ASSERT_EQ(getsockname(c.lfd, (struct sockaddr *)&sin, &sl), 0);
+	ASSERT_EQ(pthread_create(&th, NULL, closer_main, &c), 0);
+	x = make_xprt(ntohs(sin.sin_port), &soft, &st);
+	t0 = region_now_ns();
+	/* timeo=10, retrans=1: the major timeout at 1 + 2 = 3 s. */
+	ASSERT_EQ(echo(x, 1), -EIO);
+	ns = region_now_ns() - t0;
+	n = atomic_load(&c.accepted);
+	fprintf(stderr, "%u connections in %.2f s\n", n, (double)ns / 1e9);
+	/* 0, 0.1, 0.3, 0.7, 1.5 s (then 2 s apart): 5 or 6 within 3 s. */
+	ASSERT_GE(n, 3);
+	ASSERT_LE(n, 8);
+	nc__xprt_destroy(x);
+	atomic_store(&c.stop, true);
+	pthread_join(th, NULL);
+	close(c.lfd);
 	leave_task(t);
 	return 0;
 }
