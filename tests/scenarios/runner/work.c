@@ -422,10 +422,10 @@ const char *work_check(const struct scenario *s, const char *dir, unsigned k,
 		ha = exists(pa, S_IFREG);
 		hb = exists(pb, S_IFREG);
 		if (ha == hb) {
-			snprintf(buf, len, "%s at both names (%s, %s)",
-				 ha ? "the file is" : "the file is at neither",
-				 a, b);
-			if (!ha)
+			if (ha)
+				snprintf(buf, len,
+					 "the file is at both %s and %s", a, b);
+			else
 				snprintf(buf, len,
 					 "the file is at neither %s nor %s", a,
 					 b);
