@@ -88,7 +88,7 @@ static const char usage_text[] =
 	"    against the model, stat, fsync, close and reopen, O_TRUNC opens,\n"
 	"    rename, unlink, mkdir, rmdir, readdir checked against the model),\n"
 	"    while this process adds random netfault rules (delays with jitter,\n"
-	"    dropped calls and replies, duplicates, reordering, connection\n"
+	"    dropped calls and replies, duplicates, reordered replies, connection\n"
 	"    resets, also in the middle of a WRITE, sliced records; some on a\n"
 	"    flip= or for= schedule) and sends the workers SIGUSR1 (handler\n"
 	"    without SA_RESTART), SIGUSR2 (with SA_RESTART) and SIGALRM (either,\n"
