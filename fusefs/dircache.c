@@ -151,6 +151,8 @@ static size_t add_plus(struct job *j, struct dirent_copy *c, char *buf,
 				 &e);
 		if (*rc)
 			return 0;
+		if (unsure_name(j->fs, j->ino, c->name, 0, j->unsure_gen))
+			e.entry_timeout = 0;
 		/*
 		 * The size may not have the writes on their way: the entry
 		 * goes without attributes (nodeid 0), and the kernel asks

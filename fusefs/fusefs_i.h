@@ -165,14 +165,23 @@ struct intr_watch {
 
 /*
  * Kernel entries to invalidate (notify.c): queued by workers, sent by the
- * notifier thread, never from a request's own path.
+ * notifier threads, never from a request's own path.
  */
+#define NOTIFIERS 4
 struct notifier {
 	pthread_mutex_t lock;
 	pthread_cond_t cond; /* with lock: an item, or stop */
 	struct notify_item *head; /* protected by lock */
 	bool stop; /* protected by lock */
-	pthread_t thread;
+	pthread_t threads[NOTIFIERS];
+	unsigned nthreads; /* set by notify_start(), read-only after */
+};
+
+/* Names in doubt (unsure.c): entries for them are not cached. */
+struct unsure_state {
+	pthread_mutex_t lock;
+	struct unsure_name *head; /* protected by lock */
+	_Atomic uint64_t gen; /* doubts that ended; written under lock */
 };
 
 /*
@@ -231,6 +240,7 @@ struct intrfs {
 	struct worker_pool pool;
 	struct intr_watch watch;
 	struct notifier notify;
+	struct unsure_state unsure;
 	struct silly_state silly;
 	struct fs_stats stats;
 };
@@ -293,6 +303,10 @@ struct job {
 	 * are invalidated (names_unsure() in workers.c).
 	 */
 	fuse_ino_t name_dir, name2_dir;
+	/* Which of them are in doubt for this op (unsure.c), from submit. */
+	bool name_unsure, name2_unsure;
+	/* unsure_gen() at submit: a doubt that ended since is a doubt. */
+	uint64_t unsure_gen;
 	mode_t mode;
 	dev_t rdev;
 	int flags, to_set;
@@ -465,6 +479,25 @@ int dir_read(struct job *j, struct dirhandle *d, bool plus);
 int notify_start(struct intrfs *fs);
 void notify_stop(struct intrfs *fs);
 void notify_inval_entry(struct intrfs *fs, fuse_ino_t parent, const char *name);
+
+/* unsure.c: names an op in flight, or one that failed, may change */
+void unsure_init(struct intrfs *fs);
+void unsure_destroy(struct intrfs *fs);
+/* The op on dir/name starts; false: out of memory (then no doubt kept). */
+bool unsure_begin(struct intrfs *fs, fuse_ino_t dir, const char *name);
+/* It ended; grace_ns: how long the name stays in doubt (0: succeeded). */
+void unsure_end(struct intrfs *fs, fuse_ino_t dir, const char *name,
+		uint64_t grace_ns);
+uint64_t unsure_gen(struct intrfs *fs);
+/*
+ * Whether an entry for dir/name found now must not be cached: the name is
+ * in doubt (own: ops of the asking job's own on it, not counted), or a
+ * doubt ended since since_gen.
+ */
+bool unsure_name(struct intrfs *fs, fuse_ino_t dir, const char *name,
+		 unsigned own, uint64_t since_gen);
+/* Entries for j's names are dropped from the kernel: the op failed. */
+void job_names_unsure(struct job *j);
 
 /* silly.c: unlink and rename over files still open */
 /*

@@ -179,6 +179,12 @@ static void answer_eintr(struct job *j, enum task_intr kind)
 		return;
 	fs_count(&j->fs->stats.eintr_replies);
 	fs_reply_err(j->req, -EINTR);
+	/*
+	 * The kernel keeps a negative entry for the name the op was to
+	 * create (a rename's target, a create's name) though the call may
+	 * still be carried out: drop it now, not when the job ends.
+	 */
+	job_names_unsure(j);
 }
 
 static void raise_fatal(struct job *j)
@@ -254,6 +260,7 @@ static void answer_dying(struct job *j)
 	fs_count(&j->fs->stats.fatal_interrupts);
 	fs_count(&j->fs->stats.eintr_replies);
 	fs_reply_err(j->req, -EINTR);
+	job_names_unsure(j);
 }
 
 /* The watcher. */

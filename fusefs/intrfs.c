@@ -411,6 +411,7 @@ static int run(struct intrfs *fs, const struct cmdline *cl,
 	args = (struct fuse_args)FUSE_ARGS_INIT(fargc, fargv);
 
 	nodes_init(fs);
+	unsure_init(fs);
 	fs->se = fuse_session_new(&args, &intrfs_ops, sizeof(intrfs_ops), fs);
 	if (!fs->se) {
 		fprintf(stderr, PROG ": bad FUSE options '%s'\n", fuse_opts);
@@ -501,6 +502,7 @@ out_destroy:
 	fuse_session_destroy(fs->se);
 	fuse_opt_free_args(&args);
 	nodes_destroy(fs);
+	unsure_destroy(fs);
 	access_destroy(fs);
 	free(fs->silly.journal);
 	return rc;

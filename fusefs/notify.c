@@ -1,12 +1,17 @@
 /*
- * Kernel entries invalidated from a thread of their own.  A worker that
+ * Kernel entries invalidated from threads of their own.  A worker that
  * learns an entry must go (a directory that stopped being searchable by
- * everyone) queues it here; the notifier writes the invalidation to
- * /dev/fuse.  The kernel takes the parent directory's lock for it, which
- * the request being answered may hold: so never from a request's path.
+ * everyone, a name an interrupted or failed op may have changed) queues it
+ * here; a notifier writes the invalidation to /dev/fuse.  The kernel takes
+ * the parent directory's lock for it, which the request being answered may
+ * hold: so never from a request's path.  That lock may also be held for
+ * long by another process's request waiting on a dead server: so there are
+ * NOTIFIERS of them, and one entry stuck behind such a directory does not
+ * hold back the others (a name that stays cached after the op that changed
+ * it failed is a stale entry for the attribute cache's 30 s).
  *
  * fs->notify.lock is a leaf: it protects the queue and the stop flag, and
- * the notifier drops it before it writes to /dev/fuse.
+ * a notifier drops it before it writes to /dev/fuse.
  */
 #include "fusefs_i.h"
 
@@ -14,6 +19,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+/* An invalidation that took longer than this is logged. */
+#define SLOW_NS 1000000000u
 
 struct notify_item {
 	struct notify_item *next;
@@ -27,7 +36,9 @@ static void *notifier_main(void *arg)
 
 	pthread_mutex_lock(&fs->notify.lock);
 	for (;;) {
+		struct timespec t0, t1;
 		struct notify_item *it;
+		uint64_t took;
 		int rc;
 
 		while (!fs->notify.head && !fs->notify.stop)
@@ -37,8 +48,17 @@ static void *notifier_main(void *arg)
 			break;
 		fs->notify.head = it->next;
 		pthread_mutex_unlock(&fs->notify.lock);
+		clock_gettime(CLOCK_MONOTONIC, &t0);
 		rc = fuse_lowlevel_notify_inval_entry(
 			fs->se, it->parent, it->name, strlen(it->name));
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		took = (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000000u +
+		       (uint64_t)t1.tv_nsec - (uint64_t)t0.tv_nsec;
+		if (took > SLOW_NS)
+			fprintf(stderr,
+				"intrfs: invalidating the entry %s took %.1f s "
+				"(its directory was held by a request)\n",
+				it->name, (double)took / 1e9);
 		/*
 		 * ENOENT: the kernel had not cached it, or forgot it;
 		 * ENOTCONN, EBADF: the mount is going.
@@ -62,7 +82,19 @@ int notify_start(struct intrfs *fs)
 	pthread_cond_init(&fs->notify.cond, NULL);
 	fs->notify.head = NULL;
 	fs->notify.stop = false;
-	return -pthread_create(&fs->notify.thread, NULL, notifier_main, fs);
+	fs->notify.nthreads = 0;
+	for (unsigned i = 0; i < NOTIFIERS; i++) {
+		int rc = pthread_create(&fs->notify.threads[i], NULL,
+					notifier_main, fs);
+
+		if (rc) {
+			if (i > 0)
+				break; /* fewer of them, still working */
+			return -rc;
+		}
+		fs->notify.nthreads++;
+	}
+	return 0;
 }
 
 void notify_stop(struct intrfs *fs)
@@ -76,9 +108,10 @@ void notify_stop(struct intrfs *fs)
 		free(fs->notify.head);
 		fs->notify.head = next;
 	}
-	pthread_cond_signal(&fs->notify.cond);
+	pthread_cond_broadcast(&fs->notify.cond);
 	pthread_mutex_unlock(&fs->notify.lock);
-	pthread_join(fs->notify.thread, NULL);
+	for (unsigned i = 0; i < fs->notify.nthreads; i++)
+		pthread_join(fs->notify.threads[i], NULL);
 	pthread_cond_destroy(&fs->notify.cond);
 	pthread_mutex_destroy(&fs->notify.lock);
 }

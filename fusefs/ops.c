@@ -45,6 +45,13 @@ static struct nc_fh *fh_of(struct job *j, fuse_ino_t ino)
 	return &node_of(j->fs, ino)->fh;
 }
 
+/* Whether j holds name in doubt itself (unsure.c): 1 or 0. */
+static unsigned own_doubt(const struct job *j, const char *name)
+{
+	return (j->name_unsure && j->name == name) ||
+	       (j->name2_unsure && j->name2 == name);
+}
+
 /*
  * j->entry for a name the server just gave a handle for.  When writes to
  * that file are still on their way (write-behind) the size it gave may not
@@ -57,6 +64,9 @@ static int job_entry(struct job *j, struct node *parent, const char *name,
 	struct node *n;
 	int rc = node_entry(j->fs, parent, name, e, &j->entry);
 
+	if (rc == 0 && unsure_name(j->fs, parent->ino, name, own_doubt(j, name),
+				   j->unsure_gen))
+		j->entry.entry_timeout = 0;
 	if (rc || !wb_writes_on_way(n = node_of(j->fs, j->entry.ino)))
 		return rc;
 	rc = wb_wait_sent(n, 0, 0);
@@ -208,7 +218,8 @@ static int run_lookup(struct job *j)
 	int rc = nc_lookup(j->fs->nc, &j->cred, &dir->fh, j->name, &e);
 
 	if (rc == -ENOENT &&
-	    (neg = entry_timeout(j->fs, dir, j->name, true)) > 0) {
+	    (neg = entry_timeout(j->fs, dir, j->name, true)) > 0 &&
+	    !unsure_name(j->fs, j->ino, j->name, 0, j->unsure_gen)) {
 		/* A negative entry the kernel may cache. */
 		memset(&j->entry, 0, sizeof(j->entry));
 		j->entry.entry_timeout = neg;

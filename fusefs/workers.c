@@ -131,7 +131,7 @@ void job_reply_early(struct job *j)
  * its retransmission met a server that had), so the kernel must not keep
  * a negative or positive entry for those names: they are looked up again.
  */
-static void names_unsure(struct job *j)
+void job_names_unsure(struct job *j)
 {
 	if (j->name_dir && j->name)
 		notify_inval_entry(j->fs, j->name_dir, j->name);
@@ -139,9 +139,35 @@ static void names_unsure(struct job *j)
 		notify_inval_entry(j->fs, j->name2_dir, j->name2);
 }
 
+/*
+ * How long the names of an op that failed stay in doubt: its call, given
+ * up on, may still be on its way to the server, as late as a
+ * retransmission would have gone (timeo=), and at least DOUBT_MIN_NS.
+ */
+#define DOUBT_MIN_NS 3000000000u
+
+static uint64_t doubt_ns(struct intrfs *fs)
+{
+	uint64_t ns = (uint64_t)fs->nco.timeo * 100000000u;
+
+	return ns < DOUBT_MIN_NS ? DOUBT_MIN_NS : ns;
+}
+
+/* j's op on its names ended; failed: it, or the caller's answer, did. */
+static void names_end(struct job *j, bool failed)
+{
+	uint64_t grace = failed ? doubt_ns(j->fs) : 0;
+
+	if (j->name_unsure)
+		unsure_end(j->fs, j->name_dir, j->name, grace);
+	if (j->name2_unsure)
+		unsure_end(j->fs, j->name2_dir, j->name2, grace);
+}
+
 static void job_run(struct job *j)
 {
 	struct intrfs *fs = j->fs;
+	bool failed = true;
 	int rc;
 
 	task_enter(j->task);
@@ -150,28 +176,32 @@ static void job_run(struct job *j)
 	FS_REGION_END(fs);
 	task_leave(j->task);
 	if (j->detached) {
-		if (rc)
-			names_unsure(j);
+		/* Answered early: with success, or EINTR by the interrupt path. */
+		failed = rc != 0 || !j->replied;
+		if (failed)
+			job_names_unsure(j);
 		goto out;
 	}
 	if (!job_take_answer(j)) {
 		/* The interrupt path answered EINTR: req is no longer ours. */
-		names_unsure(j);
+		job_names_unsure(j);
 		intr_unwatch(j, false);
 		goto out;
 	}
 	/* After it no callback runs, and the job may go. */
 	intr_unwatch(j, true);
 	if (rc == 0) {
+		failed = false;
 		j->reply(j);
 	} else {
 		if (rc == -EINTR)
 			fs_count(&fs->stats.eintr_replies);
-		names_unsure(j);
+		job_names_unsure(j);
 		/* A reply that was not RPC is an I/O error to a process. */
 		fs_reply_err(j->req, rc == -EPROTO ? -EIO : rc);
 	}
 out:
+	names_end(j, failed);
 	job_put(j);
 }
 
@@ -254,6 +284,11 @@ void job_submit(struct job *j)
 		j->pinned[1] = node_of(fs, j->ino2);
 		node_pin(fs, j->pinned[1]);
 	}
+	j->unsure_gen = unsure_gen(fs);
+	if (j->name_dir && j->name)
+		j->name_unsure = unsure_begin(fs, j->name_dir, j->name);
+	if (j->name2_dir && j->name2)
+		j->name2_unsure = unsure_begin(fs, j->name2_dir, j->name2);
 	intr_watch(j);
 	pthread_mutex_lock(&p->lock);
 	j->qnext = NULL;

@@ -66,6 +66,7 @@ struct xshared {
 	uint64_t bytes_written, bytes_read;
 	uint64_t progress_ns; /* CLOCK_MONOTONIC at the last completed call */
 	char cur[240]; /* the operation in progress */
+	char why[400]; /* a failed worker's first line, repeated at the end */
 };
 
 /* A splitmix64 stream: every random choice of a run comes from one. */

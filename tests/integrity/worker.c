@@ -141,13 +141,12 @@ wfail(struct worker *w, const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr,
-		"intrfs-exercise: FAILED (seed %" PRIu64 ") worker %u, %s: ",
-		w->o->seed, w->k, w->phase);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(w->sh->why, sizeof(w->sh->why), fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	fprintf(stderr,
+		"intrfs-exercise: FAILED (seed %" PRIu64 ") worker %u, %s: %s\n",
+		w->o->seed, w->k, w->phase, w->sh->why);
 	if (!w->on_export)
 		print_export(w);
 	print_ring(w);
@@ -646,17 +645,24 @@ static bool mount_agrees(struct worker *w, const char *name)
 
 static void settle(struct worker *w, bool two)
 {
+	const char *bad;
+	struct stat st;
+	int err;
+
 	for (unsigned ms = 0; ms < SETTLE_MS; ms += 5) {
 		if (mount_agrees(w, ns_from) &&
 		    (!two || mount_agrees(w, ns_to)))
 			return;
 		usleep(5000);
 	}
+	bad = mount_agrees(w, ns_from) ? ns_to : ns_from;
+	err = lstat(mpath(w, bad), &st) < 0 ? errno : 0;
 	wfail(w,
-	      "a stale entry: %s%s%s still differs between the mount and the "
-	      "export %d ms after %s",
-	      ns_from, two ? " or " : "", two ? ns_to : "", SETTLE_MS,
-	      w->sh->cur);
+	      "a stale entry: %s is %s through the mount (%s) but %s on the "
+	      "export %d ms after %s (%u EINTRs in it)",
+	      bad, err ? "missing" : "there", err ? strerror(err) : "lstat ok",
+	      on_export(w, bad) ? "there" : "missing", SETTLE_MS, w->sh->cur,
+	      w->op_eintr);
 }
 
 /*

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -28,7 +29,12 @@
 #define UMOUNT_DEADLINE_MS 15000
 #define MAX_LIVE 8
 
+#ifndef NETFAULT_BIN
+#error "NETFAULT_BIN: the path of netfault, from tests/meson.build"
+#endif
+
 static const struct test_server *live_srv;
+static pid_t nf_pid;
 static bool partitioned;
 static char nft_table[64];
 static struct mnt *live[MAX_LIVE];
@@ -48,6 +54,8 @@ static void on_abort(int sig)
 		if (live[i]->pid > 0)
 			kill(live[i]->pid, SIGKILL);
 	}
+	if (nf_pid > 0)
+		kill(nf_pid, SIGTERM);
 	signal(sig, SIG_DFL);
 	raise(sig);
 }
@@ -319,6 +327,74 @@ void net_heal(void)
 	if (system(cmd) != 0)
 		fprintf(stderr, "# could not delete nftables table %s\n",
 			nft_table);
+}
+
+void nf_front(struct test_server *via, const struct test_server *s,
+	      const char *rule)
+{
+	uint64_t end = region_now_ns() + 10000000000ull;
+	char l1[300], l2[300], log[128], out[4096];
+	unsigned p1 = proc_free_port(), p2 = proc_free_port();
+	int st;
+
+	ASSERT(p1 && p2 && p1 != p2);
+	ASSERT_EQ(nf_pid, 0);
+	snprintf(l1, sizeof(l1), "%u=%s:%u", p1, s->server, s->nfs_port);
+	snprintf(l2, sizeof(l2), "%u=%s:%u", p2, s->server, s->mount_port);
+	snprintf(log, sizeof(log), "/tmp/intrfs-test-netfault.%d.log",
+		 (int)getpid());
+	fflush(NULL);
+	nf_pid = fork();
+	ASSERT_GE(nf_pid, 0);
+	if (nf_pid == 0) {
+		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		execl(NETFAULT_BIN, "netfault", "--listen", l1, "--listen", l2,
+		      "--rule", rule, (char *)NULL);
+		perror("exec netfault");
+		_exit(127);
+	}
+	proc_note_pid(nf_pid);
+	for (;;) {
+		int fd = open(log, O_RDONLY);
+		ssize_t n = fd >= 0 ? read(fd, out, sizeof(out) - 1) : -1;
+		const char *p;
+
+		if (fd >= 0)
+			close(fd);
+		out[n > 0 ? n : 0] = '\0';
+		p = strstr(out, "netfault: listening");
+		if (p && strstr(p + 1, "netfault: listening"))
+			break;
+		if (waitpid(nf_pid, &st, WNOHANG) == nf_pid) {
+			nf_pid = 0;
+			TEST__FAIL("netfault exited (status %d) instead of "
+				   "listening:\n%s",
+				   st, out);
+		}
+		if (region_now_ns() > end)
+			TEST__FAIL("netfault did not listen within 10 s:\n%s",
+				   out);
+		usleep(5000);
+	}
+	unlink(log);
+	*via = *s;
+	via->nfs_port = p1;
+	via->mount_port = p2;
+}
+
+void nf_front_stop(void)
+{
+	int st;
+
+	if (nf_pid <= 0)
+		return;
+	kill(nf_pid, SIGTERM);
+	waitpid(nf_pid, &st, 0);
+	nf_pid = 0;
 }
 
 static void track(struct mnt *m, bool on)

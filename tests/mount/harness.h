@@ -54,6 +54,14 @@ void net_partition_reject(unsigned port);
 /* The connection attempts (SYNs) to port since net_partition_reject(). */
 uint64_t net_partition_syns(void);
 void net_heal(void);
+/*
+ * netfault in front of s with one rule (netfault/RULES.md), on free
+ * loopback ports: *via is s reached through it, for mnt_start().  Stopped
+ * by nf_front_stop(), or when the test aborts.
+ */
+void nf_front(struct test_server *via, const struct test_server *s,
+	      const char *rule);
+void nf_front_stop(void);
 /* Stops (SIGSTOP) or resumes (SIGCONT) the server. */
 void srv_stall(const struct test_server *s);
 void srv_resume(const struct test_server *s);

@@ -1000,3 +1000,87 @@ TEST_IMPL(fault_background_logs_kept)
 	rmdir(dir);
 	return 0;
 }
+
+static void on_sigint_noop(int sig)
+{
+	(void)sig;
+}
+
+/* Whether path exists through the mount: 1, 0 (ENOENT), or -errno. */
+static int exists(const char *path)
+{
+	struct stat st;
+
+	if (lstat(path, &st) == 0)
+		return 1;
+	return errno == ENOENT ? 0 : -errno;
+}
+
+/*
+ * An interrupted rename whose call the server carries out after its caller
+ * got EINTR: netfault holds the RENAME until two later calls have passed,
+ * so the lookups made right after the EINTR see the names as they were.
+ * The mount must not cache those answers for the attribute cache's 30 s:
+ * once the server has renamed, the mount shows it within seconds, the old
+ * name gone and the new one there, as the export does.
+ */
+TEST_IMPL(fault_interrupted_rename_not_cached_stale)
+{
+	struct test_server s, via;
+	struct mnt m;
+	int p[2], err = 0, st, a = -1, b = -1;
+	uint64_t t0, deadline;
+	pid_t child;
+
+	srv_get(&s);
+	nf_front(&via, &s, "reorder 2 dir=call proc=RENAME nth=1");
+	mnt_start(&m, &via, "hard,intr,timeo=5");
+	write_file(lpath(&m, "a"), "x", 1);
+	ASSERT_EQ(exists(mpath(&m, "a")), 1);
+	ASSERT_EQ(exists(mpath(&m, "b")), 0);
+	ASSERT_EQ(pipe(p), 0);
+	fflush(NULL);
+	child = fork();
+	ASSERT_GE(child, 0);
+	if (child == 0) {
+		struct sigaction sa = { .sa_handler = on_sigint_noop };
+
+		sigaction(SIGINT, &sa, NULL); /* no SA_RESTART */
+		err = rename(mpath(&m, "a"), mpath(&m, "b")) == 0 ? 0 : errno;
+		(void)!write(p[1], &err, sizeof(err));
+		_exit(0);
+	}
+	close(p[1]);
+	/* The RENAME is held: the caller waits for its reply. */
+	test_sleep_ms(300);
+	ASSERT_EQ(kill(child, SIGINT), 0);
+	ASSERT_EQ(read(p[0], &err, sizeof(err)), (ssize_t)sizeof(err));
+	close(p[0]);
+	ASSERT_EQ(waitpid(child, &st, 0), child);
+	ASSERT_EQ(err, EINTR);
+	/*
+	 * Each look that asks the server is a later call; the second lets
+	 * the RENAME through.  Then the mount must agree with the export.
+	 */
+	t0 = region_now_ns();
+	deadline = t0 + 2500000000ull;
+	while (region_now_ns() < deadline) {
+		a = exists(mpath(&m, "a"));
+		b = exists(mpath(&m, "b"));
+		if (a == 0 && b == 1 && access(lpath(&m, "a"), F_OK) != 0 &&
+		    access(lpath(&m, "b"), F_OK) == 0)
+			break;
+		test_sleep_ms(50);
+	}
+	fprintf(stderr, "# after %.2f s: a %s, b %s through the mount\n",
+		(double)(region_now_ns() - t0) / 1e9,
+		a == 1 ? "there" : a == 0 ? "missing" : "error",
+		b == 1 ? "there" : b == 0 ? "missing" : "error");
+	ASSERT_EQ(access(lpath(&m, "a"), F_OK), -1);
+	ASSERT_EQ(access(lpath(&m, "b"), F_OK), 0);
+	ASSERT_EQ(a, 0);
+	ASSERT_EQ(b, 1);
+	mnt_stop(&m);
+	nf_front_stop();
+	return 0;
+}
