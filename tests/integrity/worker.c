@@ -33,7 +33,7 @@
 
 #define MAX_FILES 8
 #define MAX_DIRS 3
-#define RING 32
+#define RING 512
 #define RING_SHOWN 20
 #define IO_MAX (256u * 1024u)
 #define NAME_LEN 16
@@ -65,6 +65,7 @@ struct worker {
 	const char *phase; /* for reports: "run", "final", "export" */
 	bool on_export; /* checking the export itself */
 	unsigned op_eintr; /* EINTRs in the operation at hand */
+	const char *focus; /* a failure's file: its older operations shown */
 };
 
 static volatile sig_atomic_t sigs_seen;
@@ -86,10 +87,32 @@ static void put(struct worker *w, const char *text)
 	slot[n] = '\0';
 }
 
+/* Whether text names the file name (a whole word). */
+static bool names_file(const char *text, const char *name)
+{
+	size_t len = strlen(name);
+
+	for (const char *p = text; (p = strstr(p, name)); p += len)
+		if ((p == text || p[-1] == ' ') &&
+		    (p[len] == '\0' || p[len] == ' '))
+			return true;
+	return false;
+}
+
 static void print_ring(struct worker *w)
 {
 	uint64_t first = w->ring_n > RING_SHOWN ? w->ring_n - RING_SHOWN : 0;
+	uint64_t oldest = w->ring_n > RING ? w->ring_n - RING : 0;
 
+	if (w->focus) {
+		fprintf(stderr,
+			"intrfs-exercise: the earlier operations of worker %u "
+			"on %s (of its last %" PRIu64 "):\n",
+			w->k, w->focus, w->ring_n - oldest);
+		for (uint64_t i = oldest; i < first; i++)
+			if (names_file(w->ring[i % RING], w->focus))
+				fprintf(stderr, "  %s\n", w->ring[i % RING]);
+	}
 	fprintf(stderr,
 		"intrfs-exercise: the last %" PRIu64
 		" operations of worker %u (seed %" PRIu64 "):\n",
@@ -155,6 +178,41 @@ wfail(struct worker *w, const char *fmt, ...)
 }
 
 /* The first byte that breaks the model, and how many more do in [off, end). */
+/*
+ * A read through the mount went wrong at off: whether the export has the
+ * right byte there now tells a client that read wrong (or a write still on
+ * its way) from a server that lost or cut the data.
+ */
+static void export_says(struct worker *w, struct wfile *f, uint64_t off)
+{
+	char path[700];
+	uint8_t b;
+	struct stat st;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", w->local, f->name);
+	fd = open(path, O_RDONLY);
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		fprintf(stderr, "intrfs-exercise: on the export %s: %s\n", path,
+			strerror(errno));
+	} else if (pread(fd, &b, 1, (off_t)off) != 1) {
+		fprintf(stderr,
+			"intrfs-exercise: on the export %s has %lld bytes, "
+			"none at offset %" PRIu64 "\n",
+			path, (long long)st.st_size, off);
+	} else {
+		fprintf(stderr,
+			"intrfs-exercise: on the export %s (%lld bytes) has "
+			"0x%02x at offset %" PRIu64 ": %s\n",
+			path, (long long)st.st_size, b, off,
+			model_byte_ok(&f->m, off, b) ?
+				"what the model wants (the mount read wrong)" :
+				"not what the model wants either");
+	}
+	if (fd >= 0)
+		close(fd);
+}
+
 static void __attribute__((noreturn))
 mismatch(struct worker *w, struct wfile *f, uint64_t off, const uint8_t *got,
 	 size_t len, size_t bad, const char *where)
@@ -168,6 +226,9 @@ mismatch(struct worker *w, struct wfile *f, uint64_t off, const uint8_t *got,
 			last = i;
 		}
 	model_describe(&f->m, off + bad, want, sizeof(want));
+	w->focus = f->name;
+	if (!w->on_export)
+		export_says(w, f, off + bad);
 	wfail(w,
 	      "MISMATCH in %s/%s at offset %" PRIu64 " (%s): expected %s, "
 	      "found 0x%02x; %zu more bad bytes in the %zu read, the last at "
