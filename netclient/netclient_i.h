@@ -65,6 +65,13 @@ struct nc__rpc {
 	 */
 	const void *tail;
 	uint32_t tail_len;
+	/*
+	 * Once sent whole, the call is waited for in a nested killable
+	 * region: abandoned on a handled signal, it could still reach the
+	 * server after the caller's next calls and undo them (a WRITE over
+	 * newer data, a size change cutting later writes).
+	 */
+	bool answer_once_sent;
 };
 
 /* The counters a transport keeps (struct nc_stats, as atomics). */

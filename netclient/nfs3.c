@@ -319,6 +319,8 @@ int nc_setattr(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
 	bool have = false;
 	int rc;
 
+	/* A size change landing after later WRITEs would cut them. */
+	r.answer_once_sent = (sa->set & NC_SET_SIZE) != 0;
 	/* A time NFSv3 cannot carry is refused, not stored wrapped. */
 	if (((sa->set & NC_SET_ATIME) && !(sa->set & NC_SET_ATIME_NOW) &&
 	     !time_fits3(&sa->atime)) ||
@@ -629,6 +631,8 @@ static struct nc__rpc write_prepare(struct write_call *wc,
 	r = NFS3_RPC(WRITE, &wc->args, &wc->res, cr);
 	r.tail = buf;
 	r.tail_len = count;
+	/* Landing after a later WRITE to the same bytes, it would undo it. */
+	r.answer_once_sent = true;
 	return r;
 }
 

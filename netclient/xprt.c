@@ -723,6 +723,7 @@ static int xprt_send_pending(struct nc__xprt *x, struct nc__call *calls,
 		if (rc == 0 && x->gen == gen && x->conn == NC__CONN_UP) {
 			call->state = NC__CALL_SENT;
 			call->sent_gen = gen;
+			call->went = true;
 		} else if (rc == -ECANCELED) {
 			nc__count(&x->stats->major_timeouts);
 			nc__call_finish(x, call, soft_timeout(x));
@@ -809,11 +810,25 @@ static bool all_sent(struct nc__call *calls, unsigned n)
 	return true;
 }
 
+/*
+ * Whether a call that must be answered once sent (answer_once_sent) went
+ * out and is not done.  Called with x->lock held.
+ */
+static bool owes_answer(const struct nc__call *calls, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (calls[i].rpc->answer_once_sent && calls[i].went &&
+		    calls[i].state != NC__CALL_DONE)
+			return true;
+	return false;
+}
+
 int nc__xprt_batch_notify(struct nc__xprt *x, struct nc__rpc *rpcs, unsigned n,
 			  const struct nc_sent_notify *sent)
 {
 	struct nc__waiter waiter = { 0 };
 	struct nc__call *calls;
+	bool held = false;
 	int first = 0, rc;
 	uint64_t start;
 
@@ -859,6 +874,16 @@ int nc__xprt_batch_notify(struct nc__xprt *x, struct nc__rpc *rpcs, unsigned n,
 			rc = -ESHUTDOWN;
 			break;
 		}
+		/*
+		 * From here on its retransmissions and the wait for its reply
+		 * end only on a fatal interrupt (under policies that enforce
+		 * regions; percall shows what abandoning it does).
+		 */
+		if (!held && owes_answer(calls, n)) {
+			region_begin_killable("rpc: a sent call that later "
+					      "calls depend on");
+			held = true;
+		}
 		rc = xprt_send_pending(x, calls, n, &retry_at);
 		if (rc == -EINTR || rc == -ESHUTDOWN)
 			break;
@@ -884,6 +909,8 @@ int nc__xprt_batch_notify(struct nc__xprt *x, struct nc__rpc *rpcs, unsigned n,
 		 */
 		if (can_send_now(x, calls, n))
 			continue;
+		if (!held && owes_answer(calls, n))
+			continue; /* into the region first */
 		wake = next_deadline(calls, n);
 		if (rc == -EAGAIN && retry_at && retry_at < wake)
 			wake = retry_at;
@@ -916,6 +943,8 @@ int nc__xprt_batch_notify(struct nc__xprt *x, struct nc__rpc *rpcs, unsigned n,
 			}
 	}
 	task_mutex_unlock(&x->lock);
+	if (held)
+		region_end_killable();
 
 	for (unsigned i = 0; i < n; i++) {
 		struct nc__call *call = &calls[i];

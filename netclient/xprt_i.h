@@ -48,6 +48,7 @@ struct nc__call {
 
 	/* Protected by xprt->lock. */
 	enum nc__call_state state;
+	bool went; /* sent whole at least once */
 	bool has_slot;
 	uint64_t sent_gen;
 	uint64_t deadline_ns; /* when the current timeout expires */

@@ -79,14 +79,18 @@ static struct nc__rpc echo_rpc(struct fake_blob *in, struct fake_blob *out)
 				 .resp = out };
 }
 
-/* An ECHO of len bytes; checks the bytes that come back. */
-static int echo(struct nc__xprt *x, size_t len)
+/*
+ * An ECHO of len bytes; checks the bytes that come back.  answer: the call
+ * must be answered once sent (answer_once_sent).
+ */
+static int echo_call(struct nc__xprt *x, size_t len, bool answer)
 {
 	struct fake_blob in = { malloc(len + 1), (u_int)len },
 			 out = { NULL, 0 };
 	struct nc__rpc r = echo_rpc(&in, &out);
 	int rc;
 
+	r.answer_once_sent = answer;
 	for (size_t i = 0; i < len; i++)
 		in.val[i] = (char)(i * 7 + 3);
 	rc = nc__xprt_call(x, &r);
@@ -97,6 +101,11 @@ static int echo(struct nc__xprt *x, size_t len)
 	xdr_free(NC__XDRPROC(fake_xdr_blob), &out);
 	free(in.val);
 	return rc;
+}
+
+static int echo(struct nc__xprt *x, size_t len)
+{
+	return echo_call(x, len, false);
 }
 
 static uint64_t stat_of(_Atomic uint64_t *v)
@@ -618,6 +627,69 @@ TEST_IMPL(xprt_interrupt_reply_wait)
 			ASSERT_WITHIN(stat_of(&st.unknown_xids) > 0, 5000);
 			ASSERT_EQ(stat_of(&st.unknown_xids), 1);
 		}
+		nc__xprt_destroy(w.x);
+		task_put(w.task);
+		fake_rpc_stop(f);
+	}
+	return 0;
+}
+
+/*
+ * A call that must be answered once sent (a WRITE, a size change) on an
+ * intr mount: once it went out, a normal interrupt waits for its reply
+ * under region (and sigmask); percall abandons it, as the reply wait's own
+ * mode says; a fatal interrupt abandons it under any policy.
+ */
+static const struct answer_case {
+	enum region_policy policy;
+	enum task_intr kind;
+	int want;
+} answer_cases[] = {
+	{ REGION_POLICY_REGION, TASK_INTR_NORMAL, 0 },
+	{ REGION_POLICY_SIGMASK, TASK_INTR_NORMAL, 0 },
+	{ REGION_POLICY_PERCALL, TASK_INTR_NORMAL, -EINTR },
+	{ REGION_POLICY_REGION, TASK_INTR_FATAL, -EINTR },
+};
+
+static void *answer_waiter(void *arg)
+{
+	struct waiter_arg *w = arg;
+
+	task_enter(w->task);
+	w->rc = echo_call(w->x, 16, true);
+	task_leave(w->task);
+	return NULL;
+}
+
+TEST_IMPL(xprt_answer_once_sent)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(answer_cases); i++) {
+		const struct answer_case *ac = &answer_cases[i];
+		struct fake_rpc *f = fake_rpc_start(0);
+		struct nc_opts o = opts_of(NC_HARD, NC_INTR, 600, 2);
+		struct nc__xstats st = { 0 };
+		struct task_attr attr = { "answer", ac->policy, NULL };
+		struct waiter_arg w = { NULL, NULL, 1 };
+		uint64_t t0;
+		pthread_t th;
+
+		fprintf(stderr, "case %zu: policy %s, %s interrupt\n", i,
+			region_policy_name(ac->policy),
+			ac->kind == TASK_INTR_FATAL ? "fatal" : "normal");
+		fake_rpc_set(f, FAKE_DELAY_MS, 300);
+		w.x = make_xprt(fake_rpc_port(f), &o, &st);
+		w.task = task_create(&attr);
+		ASSERT_EQ(pthread_create(&th, NULL, answer_waiter, &w), 0);
+		ASSERT(fake_rpc_wait_seen(f, 1));
+		t0 = region_now_ns();
+		task_interrupt(w.task, ac->kind);
+		pthread_join(th, NULL);
+		ASSERT_EQ(w.rc, ac->want);
+		/* Answered: after the server's 300 ms; abandoned: at once. */
+		if (ac->want == 0)
+			ASSERT_GE(region_now_ns() - t0, 150000000u);
+		else
+			ASSERT_LT(region_now_ns() - t0, 150000000u);
 		nc__xprt_destroy(w.x);
 		task_put(w.task);
 		fake_rpc_stop(f);
