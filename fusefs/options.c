@@ -159,6 +159,9 @@ static const struct opt_def opt_defs[] = {
 	NETCLIENT("nointr", "nothing ends the call; the watchdog reports it"),
 	NETCLIENT("policy=region|percall|sigmask",
 		  "how regions are enforced (region)"),
+	NETCLIENT("send=interruptible|killable|uninterruptible",
+		  "the socket send's own wait mode (interruptible,\n"
+		  "as the kernel's sendmsg()): the per-call fix"),
 	COUNT("hung_timeout", hung_timeout, 0, SECONDS_MAX, 120, "hung_timeout=N",
 	      "seconds before the watchdog reports a task blocked\n"
 	      "uninterruptibly (%u; 0: off)"),

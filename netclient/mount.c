@@ -170,6 +170,7 @@ static int client_xprt(nc_client_t *c, unsigned port, uint32_t prog,
 	cfg.vers = vers;
 	cfg.timeout = nc__timeout_of(NC_SOFTERR, timeo, retrans);
 	cfg.wait_mode = nc__wait_mode(c->opts.intr_mode);
+	cfg.send_mode = c->opts.send_mode;
 	cfg.slots = slots;
 	cfg.stats = &c->stats;
 	return nc__xprt_create(&cfg, out);

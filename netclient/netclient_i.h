@@ -108,6 +108,7 @@ struct nc__xprt_cfg {
 	uint32_t prog, vers;
 	struct nc__timeout timeout;
 	enum task_mode wait_mode; /* of every wait but the send primitive */
+	enum task_mode send_mode; /* of the send primitive's (send=) */
 	unsigned slots; /* calls in flight at most; at least 1 */
 	struct nc__xstats *stats; /* where to count; may be shared */
 };

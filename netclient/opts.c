@@ -58,6 +58,7 @@ void nc_opts_init(struct nc_opts *o)
 	o->retry = RETRY_DEFAULT;
 	o->slots = SLOTS_DEFAULT;
 	o->policy = REGION_POLICY_REGION;
+	o->send_mode = TASK_INTERRUPTIBLE;
 	/* rsize, wsize 0: the server's choice; port, mountport 0: rpcbind. */
 }
 
@@ -67,6 +68,7 @@ enum opt_kind {
 	OPT_NUMBER, /* key=N: an unsigned field in [min, max] */
 	OPT_ONLY, /* key=only: accepted, any other value refused */
 	OPT_POLICY, /* policy=percall|region|sigmask; not written back */
+	OPT_SEND, /* send=interruptible|killable|uninterruptible */
 };
 
 struct opt_def {
@@ -100,6 +102,10 @@ struct opt_def {
 	{                                     \
 		.name = n, .kind = OPT_POLICY \
 	}
+#define SEND(n)                             \
+	{                                   \
+		.name = n, .kind = OPT_SEND \
+	}
 #define ONLY(n, v, w, f)                                                      \
 	{                                                                     \
 		.name = n, .kind = OPT_ONLY, .only = v, .why = w, .format = f \
@@ -130,6 +136,7 @@ static const struct opt_def opt_defs[] = {
 	ONLY("proto", ONLY_PROTO, "intrfs uses TCP only", true),
 	ONLY("mountproto", ONLY_PROTO, "intrfs uses TCP only", false),
 	POLICY("policy"),
+	SEND("send"),
 };
 
 #define OPT_NDEFS (sizeof(opt_defs) / sizeof(opt_defs[0]))
@@ -234,6 +241,17 @@ static int opt_set(struct nc_opts *o, const struct opt_def *d, const char *val,
 			return -EINVAL;
 		}
 		return 0;
+	case OPT_SEND:
+		for (int m = TASK_INTERRUPTIBLE; m <= TASK_UNINTERRUPTIBLE; m++)
+			if (val && strcmp(val, task_mode_name(m)) == 0) {
+				o->send_mode = (enum task_mode)m;
+				return 0;
+			}
+		snprintf(err, errlen,
+			 "option '%s' is interruptible, killable or "
+			 "uninterruptible, not '%s'",
+			 d->name, val ? val : "");
+		return -EINVAL;
 	}
 	return -EINVAL;
 }
@@ -340,6 +358,12 @@ void nc_opts_format(const struct nc_opts *o, char *buf, size_t len)
 				       d->only);
 			break;
 		case OPT_POLICY:
+			break;
+		case OPT_SEND:
+			/* Only a variant: the default is not written. */
+			if (o->send_mode != TASK_INTERRUPTIBLE)
+				append(buf, len, &pos, "%s%s=%s", sep, d->name,
+				       task_mode_name(o->send_mode));
 			break;
 		}
 	}

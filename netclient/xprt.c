@@ -561,8 +561,11 @@ static int send_record(struct nc__xprt *x, struct nc__call *call, int fd,
 			rc = -ECONNRESET;
 			break;
 		}
-		/* The interruptible socket-send primitive: wait for room. */
-		rc = task_wait_fd(fd, POLLOUT, TASK_INTERRUPTIBLE,
+		/*
+		 * The socket-send primitive: wait for room, interruptible as
+		 * the kernel's sendmsg() unless send= made it otherwise.
+		 */
+		rc = task_wait_fd(fd, POLLOUT, x->send_mode,
 				  !partial && deadline ? until(deadline) :
 				  partial && giveup    ? until(giveup) :
 							 TASK_FOREVER,
@@ -692,7 +695,8 @@ static int xprt_send_pending(struct nc__xprt *x, struct nc__call *calls,
 		gen = x->gen;
 		task_mutex_unlock(&x->lock);
 
-		rc = task_mutex_lock(&x->send_lock, TASK_INTERRUPTIBLE,
+		/* Part of the send: its mode too (send=). */
+		rc = task_mutex_lock(&x->send_lock, x->send_mode,
 				     until(call->deadline_ns));
 		if (rc == 0) {
 			bool current;
@@ -995,6 +999,7 @@ int nc__xprt_create(const struct nc__xprt_cfg *cfg, struct nc__xprt **out)
 	x->vers = cfg->vers;
 	x->timeout = cfg->timeout;
 	x->wait_mode = cfg->wait_mode;
+	x->send_mode = cfg->send_mode;
 	x->slots = cfg->slots;
 	x->stats = cfg->stats;
 	x->fd = x->closing_fd = -1;

@@ -68,6 +68,7 @@ struct nc__xprt {
 	struct sockaddr_in addr;
 	uint32_t prog, vers;
 	enum task_mode wait_mode; /* of every wait but the send primitive */
+	enum task_mode send_mode; /* of the send primitive's (send=) */
 	unsigned slots;
 	struct nc__xstats *stats;
 

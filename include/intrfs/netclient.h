@@ -92,11 +92,18 @@ struct nc_opts {
 	unsigned retry; /* minutes a hard mount keeps trying to mount */
 	unsigned slots; /* calls in flight on the NFS connection */
 	enum region_policy policy; /* how the caller's regions are enforced */
+	/*
+	 * The mode of the send's waits, for the transport's send lock and
+	 * for room in the socket (send=): interruptible as the kernel's
+	 * sendmsg() (the default), or killable or uninterruptible, the
+	 * per-call fix proposed instead of regions.
+	 */
+	enum task_mode send_mode;
 };
 
 /*
  * Defaults: hard, killable, timeo=600, retrans=2, slots=64, retry=2,
- * policy=region.
+ * policy=region, send=interruptible.
  */
 void nc_opts_init(struct nc_opts *o);
 

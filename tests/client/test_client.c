@@ -415,6 +415,19 @@ TEST_IMPL(client_mount_errors)
 	ASSERT_EQ(nc_opts_parse(&o, "bogus", NULL, NULL, err, sizeof(err)),
 		  -EINVAL);
 	ASSERT_CONTAINS(err, "bogus");
+	/* send= takes a wait mode, is written back when not the default. */
+	ASSERT_EQ(nc_opts_parse(&o, "send=maybe", NULL, NULL, err, sizeof(err)),
+		  -EINVAL);
+	ASSERT_CONTAINS(err, "option 'send' is interruptible, killable or "
+			     "uninterruptible, not 'maybe'");
+	nc_opts_format(&o, opts, sizeof(opts));
+	ASSERT(strstr(opts, "send=") == NULL);
+	ASSERT_EQ(nc_opts_parse(&o, "send=killable", NULL, NULL, err,
+				sizeof(err)),
+		  0);
+	ASSERT_EQ(o.send_mode, TASK_KILLABLE);
+	nc_opts_format(&o, opts, sizeof(opts));
+	ASSERT_CONTAINS(opts, "send=killable");
 	task_leave(t);
 	task_put(t);
 	return 0;

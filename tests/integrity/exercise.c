@@ -504,8 +504,9 @@ static void worker_died(unsigned k)
 	int st = g.w[k].status;
 
 	if (WIFEXITED(st) && WEXITSTATUS(st) == 1)
-		die(1, "worker %u found a mismatch or an error (its report "
-		       "is above): %s",
+		die(1,
+		    "worker %u found a mismatch or an error (its report "
+		    "is above): %s",
 		    k, g.sh[k].why[0] ? g.sh[k].why : "(no reason recorded)");
 	die(1, "worker %u ended unexpectedly (%s %d) in: %s", k,
 	    WIFEXITED(st) ? "exit" : "signal",

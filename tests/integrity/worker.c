@@ -168,7 +168,8 @@ wfail(struct worker *w, const char *fmt, ...)
 	vsnprintf(w->sh->why, sizeof(w->sh->why), fmt, ap);
 	va_end(ap);
 	fprintf(stderr,
-		"intrfs-exercise: FAILED (seed %" PRIu64 ") worker %u, %s: %s\n",
+		"intrfs-exercise: FAILED (seed %" PRIu64
+		") worker %u, %s: %s\n",
 		w->o->seed, w->k, w->phase, w->sh->why);
 	if (!w->on_export)
 		print_export(w);

@@ -1010,7 +1010,8 @@ static void on_sigint_noop(int sig)
  * Runs call(m) in a child with a SIGINT handler (no SA_RESTART), sends it
  * SIGINT after 300 ms, and returns the errno it saw (0: success).
  */
-static int interrupted_call(const struct mnt *m, int (*call)(const struct mnt *))
+static int interrupted_call(const struct mnt *m,
+			    int (*call)(const struct mnt *))
 {
 	struct pollfd pf;
 	int p[2], err = -1, status;
@@ -1093,8 +1094,12 @@ TEST_IMPL(fault_interrupted_rename_not_cached_stale)
 	}
 	fprintf(stderr, "# after %.2f s: a %s, b %s through the mount\n",
 		(double)(region_now_ns() - t0) / 1e9,
-		a == 1 ? "there" : a == 0 ? "missing" : "error",
-		b == 1 ? "there" : b == 0 ? "missing" : "error");
+		a == 1 ? "there" :
+		a == 0 ? "missing" :
+			 "error",
+		b == 1 ? "there" :
+		b == 0 ? "missing" :
+			 "error");
 	ASSERT_EQ(access(lpath(&m, "a"), F_OK), -1);
 	ASSERT_EQ(access(lpath(&m, "b"), F_OK), 0);
 	ASSERT_EQ(a, 0);

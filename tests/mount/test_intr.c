@@ -230,6 +230,17 @@ ROW(intr_region_nointr_send, "policy=region,hard,nointr", BLOCKED_SENDER,
 ROW(intr_sigmask_killable_send, "policy=sigmask,hard,killable", BLOCKED_SENDER,
     SIGINT, COMPLETES)
 
+/*
+ * The per-call fix instead of regions: percall with a send that waits
+ * killably (send=killable) no longer leaks EINTR from the stuck send, and
+ * kill -9 still ends it at once.
+ */
+ROW(intr_percall_send_killable, "policy=percall,send=killable,hard,killable",
+    BLOCKED_SENDER, SIGINT, COMPLETES)
+ROW(intr_percall_send_killable_sigkill,
+    "policy=percall,send=killable,hard,killable", BLOCKED_SENDER, SIGKILL,
+    KILLED_NOW)
+
 /* Reads under percall: the reply wait's own mode decides. */
 ROW(intr_percall_killable_read, "policy=percall,hard,killable", READER, SIGINT,
     COMPLETES)

@@ -47,6 +47,7 @@ static struct nc__xprt *make_xprt(uint16_t port, const struct nc_opts *o,
 	cfg.vers = FAKE_VERS;
 	cfg.timeout = nc__timeout_of(o->timeo_mode, o->timeo, o->retrans);
 	cfg.wait_mode = nc__wait_mode(o->intr_mode);
+	cfg.send_mode = o->send_mode;
 	cfg.slots = o->slots;
 	cfg.stats = st;
 	ASSERT_EQ(nc__xprt_create(&cfg, &x), 0);
@@ -711,23 +712,46 @@ static const struct send_case {
 	char region; /* 'K' killable mount, 'U' nointr mount, 0 intr mount */
 	enum task_intr kind;
 	enum send_outcome want;
+	enum task_mode send; /* send= */
 } send_cases[] = {
 	/* percall: the interruptible send decides, whatever the mount says. */
-	{ REGION_POLICY_PERCALL, 'K', TASK_INTR_NORMAL, RESET },
-	{ REGION_POLICY_PERCALL, 'U', TASK_INTR_NORMAL, RESET },
-	{ REGION_POLICY_PERCALL, 0, TASK_INTR_NORMAL, RESET },
-	{ REGION_POLICY_PERCALL, 'U', TASK_INTR_FATAL, RESET },
+	{ REGION_POLICY_PERCALL, 'K', TASK_INTR_NORMAL, RESET,
+	  TASK_INTERRUPTIBLE },
+	{ REGION_POLICY_PERCALL, 'U', TASK_INTR_NORMAL, RESET,
+	  TASK_INTERRUPTIBLE },
+	{ REGION_POLICY_PERCALL, 0, TASK_INTR_NORMAL, RESET,
+	  TASK_INTERRUPTIBLE },
+	{ REGION_POLICY_PERCALL, 'U', TASK_INTR_FATAL, RESET,
+	  TASK_INTERRUPTIBLE },
 	/* region: the mount's region and the send's own killable region. */
-	{ REGION_POLICY_REGION, 'K', TASK_INTR_NORMAL, COMPLETES },
-	{ REGION_POLICY_REGION, 'K', TASK_INTR_FATAL, RESET },
-	{ REGION_POLICY_REGION, 'U', TASK_INTR_NORMAL, COMPLETES },
-	{ REGION_POLICY_REGION, 'U', TASK_INTR_FATAL, COMPLETES },
-	{ REGION_POLICY_REGION, 0, TASK_INTR_NORMAL, COMPLETES },
-	{ REGION_POLICY_REGION, 0, TASK_INTR_FATAL, RESET },
+	{ REGION_POLICY_REGION, 'K', TASK_INTR_NORMAL, COMPLETES,
+	  TASK_INTERRUPTIBLE },
+	{ REGION_POLICY_REGION, 'K', TASK_INTR_FATAL, RESET,
+	  TASK_INTERRUPTIBLE },
+	{ REGION_POLICY_REGION, 'U', TASK_INTR_NORMAL, COMPLETES,
+	  TASK_INTERRUPTIBLE },
+	{ REGION_POLICY_REGION, 'U', TASK_INTR_FATAL, COMPLETES,
+	  TASK_INTERRUPTIBLE },
+	{ REGION_POLICY_REGION, 0, TASK_INTR_NORMAL, COMPLETES,
+	  TASK_INTERRUPTIBLE },
+	{ REGION_POLICY_REGION, 0, TASK_INTR_FATAL, RESET, TASK_INTERRUPTIBLE },
 	/* sigmask: as region, through real signal masks. */
-	{ REGION_POLICY_SIGMASK, 'K', TASK_INTR_NORMAL, COMPLETES },
-	{ REGION_POLICY_SIGMASK, 'K', TASK_INTR_FATAL, RESET },
-	{ REGION_POLICY_SIGMASK, 'U', TASK_INTR_FATAL, COMPLETES },
+	{ REGION_POLICY_SIGMASK, 'K', TASK_INTR_NORMAL, COMPLETES,
+	  TASK_INTERRUPTIBLE },
+	{ REGION_POLICY_SIGMASK, 'K', TASK_INTR_FATAL, RESET,
+	  TASK_INTERRUPTIBLE },
+	{ REGION_POLICY_SIGMASK, 'U', TASK_INTR_FATAL, COMPLETES,
+	  TASK_INTERRUPTIBLE },
+	/*
+	 * percall with a send that is not interruptible (send=): the seed's
+	 * hard mount no longer leaks; a killable send still dies of a fatal
+	 * interrupt.
+	 */
+	{ REGION_POLICY_PERCALL, 'K', TASK_INTR_NORMAL, COMPLETES,
+	  TASK_KILLABLE },
+	{ REGION_POLICY_PERCALL, 'K', TASK_INTR_FATAL, RESET, TASK_KILLABLE },
+	{ REGION_POLICY_PERCALL, 0, TASK_INTR_NORMAL, COMPLETES,
+	  TASK_KILLABLE },
 };
 
 #define BIG_SEND (16u << 20)
@@ -816,10 +840,13 @@ TEST_IMPL(xprt_interrupt_mid_record)
 		struct sender s = { sc, NULL, NULL, { { 0 } }, 1 };
 		pthread_t th;
 
-		fprintf(stderr, "case %zu: policy %s region %c intr %s\n", i,
+		o.send_mode = sc->send;
+		fprintf(stderr,
+			"case %zu: policy %s region %c intr %s send %s\n", i,
 			region_policy_name(sc->policy),
 			sc->region ? sc->region : '-',
-			sc->kind == TASK_INTR_FATAL ? "fatal" : "normal");
+			sc->kind == TASK_INTR_FATAL ? "fatal" : "normal",
+			task_mode_name(sc->send));
 		fake_rpc_set(f, FAKE_STALL, 1);
 		sender_start(&s, make_xprt(fake_rpc_port(f), &o, &st),
 			     sc->policy, &th);
@@ -854,7 +881,8 @@ TEST_IMPL(xprt_interrupt_mid_record)
 TEST_IMPL(xprt_soft_send_gives_up)
 {
 	static const struct send_case killable = { REGION_POLICY_REGION, 'K',
-						   TASK_INTR_NORMAL, RESET };
+						   TASK_INTR_NORMAL, RESET,
+						   TASK_INTERRUPTIBLE };
 	struct fake_rpc *f = fake_rpc_start(0);
 	struct nc_opts o = opts_of(NC_SOFT, NC_KILLABLE, 2, 1);
 	struct nc__xstats st = { 0 };
@@ -886,7 +914,8 @@ TEST_IMPL(xprt_soft_send_gives_up)
 TEST_IMPL(xprt_reset_retransmits_others)
 {
 	static const struct send_case fatal = { REGION_POLICY_REGION, 'K',
-						TASK_INTR_FATAL, RESET };
+						TASK_INTR_FATAL, RESET,
+						TASK_INTERRUPTIBLE };
 	struct fake_rpc *f = fake_rpc_start(0);
 	struct nc_opts o = opts_of(NC_HARD, NC_KILLABLE, 600, 2);
 	struct nc__xstats st = { 0 };
