@@ -177,6 +177,15 @@ struct notifier {
 	unsigned nthreads; /* set by notify_start(), read-only after */
 };
 
+/* The control endpoint (control.c), for intrfsctl. */
+struct ctl_state {
+	int fd; /* the listening socket; -1: none */
+	int stop[2]; /* a byte on stop[1] ends the thread */
+	uid_t owner; /* who mounted: may ask, as root may */
+	char path[108];
+	pthread_t thread;
+};
+
 /* Names in doubt (unsure.c): entries for them are not cached. */
 struct unsure_state {
 	pthread_mutex_t lock;
@@ -243,6 +252,13 @@ struct intrfs {
 	struct unsure_state unsure;
 	struct silly_state silly;
 	struct fs_stats stats;
+	struct ctl_state ctl;
+	/*
+	 * The policy new requests get: policy= at mount, changed live by
+	 * intrfsctl (enum region_policy).  Read relaxed: a request made as it
+	 * changes may get either.
+	 */
+	_Atomic unsigned req_policy;
 };
 
 struct job;
@@ -479,6 +495,10 @@ int dir_read(struct job *j, struct dirhandle *d, bool plus);
 int notify_start(struct intrfs *fs);
 void notify_stop(struct intrfs *fs);
 void notify_inval_entry(struct intrfs *fs, fuse_ino_t parent, const char *name);
+
+/* control.c: the endpoint intrfsctl talks to (ctl.h) */
+int control_start(struct intrfs *fs);
+void control_stop(struct intrfs *fs);
 
 /* unsure.c: names an op in flight, or one that failed, may change */
 void unsure_init(struct intrfs *fs);

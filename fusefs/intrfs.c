@@ -13,6 +13,7 @@
  * It takes no lock; the dumper thread only reads (the task list through
  * the region library, counters relaxed).
  */
+#include "ctl.h"
 #include "fusefs_i.h"
 
 #include <errno.h>
@@ -412,6 +413,8 @@ static int run(struct intrfs *fs, const struct cmdline *cl,
 
 	nodes_init(fs);
 	unsure_init(fs);
+	fs->ctl.fd = -1;
+	atomic_init(&fs->req_policy, (unsigned)fs->nco.policy);
 	fs->se = fuse_session_new(&args, &intrfs_ops, sizeof(intrfs_ops), fs);
 	if (!fs->se) {
 		fprintf(stderr, PROG ": bad FUSE options '%s'\n", fuse_opts);
@@ -463,12 +466,19 @@ static int run(struct intrfs *fs, const struct cmdline *cl,
 	daemon_ready(0);
 	if (pthread_create(&dumper, NULL, dumper_main, fs) != 0)
 		dumper = 0;
+	rc = control_start(fs);
+	if (rc)
+		fprintf(stderr,
+			PROG ": no control endpoint for intrfsctl in " CTL_DIR
+			     ": %s\n",
+			strerror(-rc));
 
 	lc = fuse_loop_cfg_create();
 	fuse_loop_cfg_set_clone_fd(lc, 1);
 	fuse_loop_cfg_set_idle_threads(lc, 8);
 	rc = fuse_session_loop_mt(fs->se, lc) < 0 ? -EIO : 0;
 	fuse_loop_cfg_destroy(lc);
+	control_stop(fs);
 
 	/*
 	 * Unmounted.  Writes already answered are still owed to the server:

@@ -35,7 +35,12 @@ struct job *job_new(struct intrfs *fs, fuse_req_t req, const char *op,
 		    job_run_fn run, job_reply_fn reply)
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
-	struct task_attr attr = { op, fs->nco.policy, NULL };
+	/* relaxed: see req_policy. */
+	struct task_attr attr = { op,
+				  (enum region_policy)atomic_load_explicit(
+					  &fs->req_policy,
+					  memory_order_relaxed),
+				  NULL };
 	struct job *j;
 
 	j = calloc(1, sizeof(*j));

@@ -1,0 +1,495 @@
+/*
+ * The control endpoint: what intrfsctl asks a live mount (ctl.h has the
+ * address and the protocol).  One thread accepts on a Unix socket and
+ * answers one request per connection, from root or the user that mounted
+ * (SO_PEERCRED); anyone else is told so and nothing more.
+ *
+ *   tasks   every request in flight: its op, caller, age, the wait its
+ *           task is in (per-call mode and what the regions and the policy
+ *           made of it), its pending interrupt and how long it has been
+ *           deferred, and its region stack (kind, reason, call site, age)
+ *   stats   the transport's counters, the daemon's, and the region API's
+ *           (interrupts raised, delivered, deferred, deferral times)
+ *   policy P  the policy of requests from now on (those in flight keep
+ *           theirs)
+ *
+ * It reads the jobs in flight under watch.lock (interrupt.c) and snapshots
+ * their tasks, which the region API allows from any thread.  The socket is
+ * made at mount and removed at unmount.
+ */
+#include "ctl.h"
+#include "fusefs_i.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+/* A reply being written: a memstream. */
+struct out {
+	FILE *f;
+	char *buf;
+	size_t len;
+};
+
+static void jstr(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; s && *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20)
+			fprintf(f, "\\u%04x", c);
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
+}
+
+static const char *intr_names(unsigned bits)
+{
+	if ((bits & TASK_INTR_FATAL) && (bits & TASK_INTR_NORMAL))
+		return "fatal+normal";
+	if (bits & TASK_INTR_FATAL)
+		return "fatal";
+	if (bits & TASK_INTR_NORMAL)
+		return "normal";
+	return "none";
+}
+
+/* The caller's command name, from /proc. */
+static void comm_of(pid_t pid, char *buf, size_t len)
+{
+	char path[64];
+	int fd;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	n = fd >= 0 ? read(fd, buf, len - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0) {
+		snprintf(buf, len, "?");
+		return;
+	}
+	buf[n] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+}
+
+/* One request in flight, as seen now. */
+struct seen {
+	pid_t pid;
+	uint64_t age_ns;
+	struct task_info ti;
+};
+
+/* Snapshots of the jobs in flight; *n of them, malloc'ed. */
+static struct seen *jobs_seen(struct intrfs *fs, size_t *n)
+{
+	struct intr_watch *w = &fs->watch;
+	uint64_t now = region_now_ns();
+	struct seen *v = NULL;
+	size_t cap = 0;
+
+	*n = 0;
+	pthread_mutex_lock(&w->lock);
+	for (struct job *j = w->jobs; j; j = j->inext) {
+		if (*n == cap) {
+			size_t ncap = cap ? cap * 2 : 16;
+			struct seen *nv = realloc(v, ncap * sizeof(*v));
+
+			if (!nv)
+				break;
+			v = nv;
+			cap = ncap;
+		}
+		v[*n].pid = j->tid;
+		v[*n].age_ns = now - j->start_ns;
+		task_snapshot(j->task, &v[*n].ti);
+		(*n)++;
+	}
+	pthread_mutex_unlock(&w->lock);
+	return v;
+}
+
+static void tasks_json(struct intrfs *fs, FILE *f)
+{
+	size_t n;
+	struct seen *v = jobs_seen(fs, &n);
+
+	fprintf(f, "{\"mountpoint\":");
+	jstr(f, fs->mountpoint);
+	fprintf(f, ",\"policy\":\"%s\",\"tasks\":[",
+		region_policy_name((enum region_policy)atomic_load_explicit(
+			&fs->req_policy, memory_order_relaxed)));
+	for (size_t i = 0; i < n; i++) {
+		const struct task_info *ti = &v[i].ti;
+		char comm[64];
+
+		comm_of(v[i].pid, comm, sizeof(comm));
+		fprintf(f, "%s{\"op\":", i ? "," : "");
+		jstr(f, ti->name);
+		fprintf(f, ",\"pid\":%d,\"comm\":", (int)v[i].pid);
+		jstr(f, comm);
+		fprintf(f,
+			",\"age_ms\":%" PRIu64 ",\"task\":%" PRIu64
+			",\"policy\":\"%s\",\"waiting\":%s",
+			v[i].age_ns / 1000000, ti->id,
+			region_policy_name(ti->policy),
+			ti->waiting ? "true" : "false");
+		if (ti->waiting)
+			fprintf(f,
+				",\"wait\":{\"on\":\"%s\",\"mode\":\"%s\","
+				"\"effective\":\"%s\",\"ms\":%" PRIu64 "}",
+				ti->wait_what, task_mode_name(ti->wait_mode),
+				task_mode_name(ti->wait_eff),
+				ti->wait_ns / 1000000);
+		fprintf(f,
+			",\"pending\":\"%s\",\"deferred\":\"%s\","
+			"\"pending_ms\":%" PRIu64 ",\"regions\":[",
+			intr_names(ti->pending), intr_names(ti->deferred),
+			ti->pending ? ti->raised_age_ns / 1000000 : 0);
+		for (unsigned d = ti->depth; d-- > 0;) {
+			const struct region_site *rs = ti->stack[d].site;
+
+			fprintf(f, "%s{\"kind\":\"%s\",\"reason\":",
+				d + 1 < ti->depth ? "," : "",
+				rs->kind == REGION_KILLABLE ?
+					"killable" :
+					"uninterruptible");
+			jstr(f, rs->reason);
+			fprintf(f, ",\"site\":\"%s:%d\",\"func\":", rs->file,
+				rs->line);
+			jstr(f, rs->func);
+			fprintf(f, ",\"age_ms\":%" PRIu64 "}",
+				ti->stack[d].age_ms);
+		}
+		fprintf(f, "]}");
+	}
+	fprintf(f, "]}\n");
+	free(v);
+}
+
+static void tasks_table(struct intrfs *fs, FILE *f)
+{
+	size_t n;
+	struct seen *v = jobs_seen(fs, &n);
+
+	fprintf(f, "%zu request%s in flight on %s\n", n, n == 1 ? "" : "s",
+		fs->mountpoint);
+	if (n)
+		fprintf(f, "%-10s %7s %-15s %8s  %-34s %s\n", "OP", "PID",
+			"COMMAND", "AGE", "WAIT (MODE AS EFFECTIVE)",
+			"INTERRUPT");
+	for (size_t i = 0; i < n; i++) {
+		const struct task_info *ti = &v[i].ti;
+		char comm[64], wait[64], intr[64];
+
+		comm_of(v[i].pid, comm, sizeof(comm));
+		if (ti->waiting)
+			snprintf(wait, sizeof(wait),
+				 "%s %s as %s %" PRIu64 "ms", ti->wait_what,
+				 task_mode_name(ti->wait_mode),
+				 task_mode_name(ti->wait_eff),
+				 ti->wait_ns / 1000000);
+		else
+			snprintf(wait, sizeof(wait), "%s",
+				 ti->running ? "running" : "-");
+		if (ti->pending)
+			snprintf(intr, sizeof(intr), "%s%s %" PRIu64 "ms",
+				 intr_names(ti->pending),
+				 ti->deferred ? " deferred" : "",
+				 ti->raised_age_ns / 1000000);
+		else
+			snprintf(intr, sizeof(intr), "-");
+		fprintf(f, "%-10s %7d %-15s %6" PRIu64 "ms  %-34s %s\n",
+			ti->name, (int)v[i].pid, comm, v[i].age_ns / 1000000,
+			wait, intr);
+		for (unsigned d = ti->depth; d-- > 0;) {
+			const struct region_site *rs = ti->stack[d].site;
+
+			fprintf(f,
+				"    %s region \"%s\" at %s:%d (%s), %" PRIu64
+				" ms\n",
+				rs->kind == REGION_KILLABLE ? "killable" :
+							      "uninterruptible",
+				rs->reason, rs->file, rs->line, rs->func,
+				ti->stack[d].age_ms);
+		}
+	}
+	free(v);
+}
+
+static void stats_out(struct intrfs *fs, FILE *f, bool table)
+{
+	struct nc_stats st;
+	struct region_stats rs;
+	uint64_t mean;
+	const char *sep = "";
+
+	nc_client_stats(fs->nc, &st);
+	region_stats_get(&rs);
+	mean = rs.deferred_delivered ?
+		       rs.deferral_ns_total / rs.deferred_delivered :
+		       0;
+	if (table) {
+		fprintf(f, "transport (server %s):\n",
+			nc_client_server(fs->nc));
+#define T_NC(name, what) \
+	fprintf(f, "  %-18s %12" PRIu64 "  %s\n", #name, st.name, what);
+		NC_STATS_FIELDS(T_NC)
+#undef T_NC
+		fprintf(f, "daemon:\n");
+#define T_FS(name, what)                                                     \
+	fprintf(f, "  %-18s %12" PRIu64 "  %s\n", #name,                     \
+		atomic_load_explicit(&fs->stats.name, memory_order_relaxed), \
+		what);
+		FS_STATS_FIELDS(T_FS)
+#undef T_FS
+		fprintf(f,
+			"interrupts (every task of the daemon):\n"
+			"  %-18s %12" PRIu64 "\n  %-18s %12" PRIu64
+			"\n  %-18s %12" PRIu64 "\n  %-18s %12" PRIu64
+			"\n  %-18s %9.3f ms\n  %-18s %9.3f ms\n",
+			"raised", rs.raised, "delivered", rs.delivered,
+			"deferred", rs.deferred, "deferred_delivered",
+			rs.deferred_delivered, "deferral_mean", mean / 1e6,
+			"deferral_max", rs.deferral_ns_max / 1e6);
+		return;
+	}
+	fprintf(f, "{\"mountpoint\":");
+	jstr(f, fs->mountpoint);
+	fprintf(f, ",\"server\":");
+	jstr(f, nc_client_server(fs->nc));
+	fprintf(f, ",\"transport\":{");
+#define J_NC(name, what) \
+	fprintf(f, "%s\"%s\":%" PRIu64, sep, #name, st.name), sep = ",";
+	NC_STATS_FIELDS(J_NC)
+#undef J_NC
+	fprintf(f, "},\"daemon\":{");
+	sep = "";
+#define J_FS(name, what)                                                      \
+	fprintf(f, "%s\"%s\":%" PRIu64, sep, #name,                           \
+		atomic_load_explicit(&fs->stats.name, memory_order_relaxed)), \
+		sep = ",";
+	FS_STATS_FIELDS(J_FS)
+#undef J_FS
+	fprintf(f,
+		"},\"interrupts\":{\"raised\":%" PRIu64
+		",\"delivered\":%" PRIu64 ",\"deferred\":%" PRIu64
+		",\"deferred_delivered\":%" PRIu64
+		",\"deferral_ns_mean\":%" PRIu64 ",\"deferral_ns_max\":%" PRIu64
+		"}}\n",
+		rs.raised, rs.delivered, rs.deferred, rs.deferred_delivered,
+		mean, rs.deferral_ns_max);
+}
+
+static int policy_set(struct intrfs *fs, const char *name, FILE *f, bool table)
+{
+	enum region_policy p, was;
+
+	if (!name || region_policy_parse(name, &p) < 0) {
+		fprintf(f,
+			"the policy is percall, region or sigmask, not '%s'\n",
+			name ? name : "");
+		return -EINVAL;
+	}
+	/* relaxed: a request made just after may still get the old one. */
+	was = (enum region_policy)atomic_exchange_explicit(
+		&fs->req_policy, (unsigned)p, memory_order_relaxed);
+	fprintf(stderr,
+		"intrfs: policy %s from now on (was %s), by intrfsctl\n",
+		region_policy_name(p), region_policy_name(was));
+	if (table)
+		fprintf(f, "policy %s from now on (was %s)\n",
+			region_policy_name(p), region_policy_name(was));
+	else
+		fprintf(f, "{\"policy\":\"%s\",\"was\":\"%s\"}\n",
+			region_policy_name(p), region_policy_name(was));
+	return 0;
+}
+
+/* Runs one request line; the answer's text goes to f. */
+static int run_line(struct intrfs *fs, char *line, FILE *f)
+{
+	char *save = NULL, *cmd = strtok_r(line, " \t\r\n", &save);
+	char *arg = strtok_r(NULL, " \t\r\n", &save);
+	bool table = false;
+
+	if (arg && strcmp(arg, "table") == 0) {
+		table = true;
+		arg = NULL;
+	} else {
+		char *more = strtok_r(NULL, " \t\r\n", &save);
+
+		table = more && strcmp(more, "table") == 0;
+	}
+	if (!cmd) {
+		fprintf(f, "an empty request\n");
+		return -EINVAL;
+	}
+	if (strcmp(cmd, "tasks") == 0) {
+		if (table)
+			tasks_table(fs, f);
+		else
+			tasks_json(fs, f);
+		return 0;
+	}
+	if (strcmp(cmd, "stats") == 0) {
+		stats_out(fs, f, table);
+		return 0;
+	}
+	if (strcmp(cmd, "policy") == 0)
+		return policy_set(fs, arg, f, table);
+	fprintf(f, "unknown command '%s' (tasks, stats, policy P)\n", cmd);
+	return -EINVAL;
+}
+
+static void write_all(int fd, const char *p, size_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return;
+		p += n;
+		len -= (size_t)n;
+	}
+}
+
+static void serve(struct intrfs *fs, int cfd)
+{
+	struct timeval tv = { 2, 0 };
+	struct ucred cred;
+	socklen_t cl = sizeof(cred);
+	char line[CTL_LINE_MAX];
+	size_t got = 0;
+	struct out o = { NULL, NULL, 0 };
+	int rc;
+
+	setsockopt(cfd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(cfd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	/* The request first, so that a refusal is read, not a broken pipe. */
+	while (got + 1 < sizeof(line)) {
+		ssize_t n = read(cfd, line + got, sizeof(line) - 1 - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+		if (memchr(line, '\n', got))
+			break;
+	}
+	line[got] = '\0';
+	if (getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0 ||
+	    (cred.uid != 0 && cred.uid != fs->ctl.owner)) {
+		char msg[160];
+		int n = snprintf(msg, sizeof(msg),
+				 "error\nonly root and the user who mounted "
+				 "(uid %u) may ask this mount\n",
+				 (unsigned)fs->ctl.owner);
+
+		write_all(cfd, msg, (size_t)n);
+		return;
+	}
+	o.f = open_memstream(&o.buf, &o.len);
+	if (!o.f)
+		return;
+	rc = run_line(fs, line, o.f);
+	fclose(o.f);
+	write_all(cfd, rc ? "error\n" : "ok\n", rc ? 6 : 3);
+	write_all(cfd, o.buf, o.len);
+	free(o.buf);
+}
+
+static void *control_main(void *arg)
+{
+	struct intrfs *fs = arg;
+	struct pollfd p[2] = { { fs->ctl.fd, POLLIN, 0 },
+			       { fs->ctl.stop[0], POLLIN, 0 } };
+
+	for (;;) {
+		int cfd;
+
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (p[1].revents)
+			break;
+		cfd = accept4(fs->ctl.fd, NULL, NULL, SOCK_CLOEXEC);
+		if (cfd < 0)
+			continue;
+		serve(fs, cfd);
+		close(cfd);
+	}
+	return NULL;
+}
+
+int control_start(struct intrfs *fs)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	int rc;
+
+	fs->ctl.fd = -1;
+	fs->ctl.owner = getuid();
+	ctl_path(fs->mountpoint, fs->ctl.path, sizeof(fs->ctl.path));
+	if (mkdir(CTL_DIR, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	if (pipe2(fs->ctl.stop, O_CLOEXEC) < 0)
+		return -errno;
+	fs->ctl.fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fs->ctl.fd < 0) {
+		rc = -errno;
+		goto fail;
+	}
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", fs->ctl.path);
+	/* A socket a daemon that died left behind. */
+	unlink(fs->ctl.path);
+	/* Anyone may connect, to be told whether they may ask. */
+	if (bind(fs->ctl.fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+	    chmod(fs->ctl.path, 0666) < 0 || listen(fs->ctl.fd, 8) < 0) {
+		rc = -errno;
+		goto fail;
+	}
+	rc = -pthread_create(&fs->ctl.thread, NULL, control_main, fs);
+	if (rc == 0)
+		return 0;
+fail:
+	if (fs->ctl.fd >= 0) {
+		close(fs->ctl.fd);
+		unlink(fs->ctl.path);
+	}
+	fs->ctl.fd = -1;
+	close(fs->ctl.stop[0]);
+	close(fs->ctl.stop[1]);
+	return rc;
+}
+
+void control_stop(struct intrfs *fs)
+{
+	if (fs->ctl.fd < 0)
+		return;
+	(void)!write(fs->ctl.stop[1], "x", 1);
+	pthread_join(fs->ctl.thread, NULL);
+	close(fs->ctl.fd);
+	unlink(fs->ctl.path);
+	close(fs->ctl.stop[0]);
+	close(fs->ctl.stop[1]);
+	fs->ctl.fd = -1;
+}

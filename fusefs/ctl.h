@@ -1,0 +1,32 @@
+/*
+ * The control endpoint's address, shared by the daemon (control.c) and
+ * intrfsctl: a Unix socket per mount in CTL_DIR (not the private
+ * directory of silly.c's journals: anyone may connect, to be told whether
+ * they may ask), named after a hash of the mount point's canonical path.  The daemon's answer to every request
+ * names its mount point, so a hash collision or a stale socket is caught.
+ *
+ * The protocol: one request line ("tasks", "stats", "policy percall", each
+ * with " table" appended for a table instead of JSON); the answer is
+ * "ok\n" or "error\n" and then the text, and the daemon closes.
+ */
+#ifndef INTRFS_CTL_H
+#define INTRFS_CTL_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#define CTL_DIR "/run/intrfs-ctl"
+/* Longest request line the daemon reads. */
+#define CTL_LINE_MAX 512
+
+static inline void ctl_path(const char *mountpoint, char *buf, size_t len)
+{
+	uint64_t h = 14695981039346656037ull; /* FNV-1a */
+
+	for (const unsigned char *p = (const unsigned char *)mountpoint; *p;
+	     p++)
+		h = (h ^ *p) * 1099511628211ull;
+	snprintf(buf, len, CTL_DIR "/ctl-%016llx.sock", (unsigned long long)h);
+}
+
+#endif

@@ -1,0 +1,215 @@
+/*
+ * intrfsctl: asks a live intrfs mount what it is doing (ctl.h).  Finds
+ * the mount in /proc/self/mountinfo, so that a path that is not an intrfs
+ * mount gets an error saying what it is instead, then sends one request to
+ * the daemon's control socket and prints the answer.
+ */
+#include "ctl.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define PROG "intrfsctl"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: " PROG " MOUNTPOINT COMMAND [--table]\n"
+		"\n"
+		"Asks the intrfs daemon serving MOUNTPOINT what it is doing.\n"
+		"Answers are JSON, one object; --table prints them for people.\n"
+		"\n"
+		"Commands:\n"
+		"  tasks        every request in flight: its op, the caller's pid "
+		"and\n"
+		"               command, its age, the wait it is in (the wait's "
+		"own\n"
+		"               mode, and what the regions and the policy made of "
+		"it),\n"
+		"               its pending interrupt and how long it has been "
+		"held\n"
+		"               back, and its region stack (kind, reason, call "
+		"site,\n"
+		"               age)\n"
+		"  stats        the transport's counters (calls, retransmits, "
+		"major\n"
+		"               timeouts, resets, resets from interrupted "
+		"records...),\n"
+		"               the daemon's (INTERRUPTs, EINTR answers) and the "
+		"region\n"
+		"               API's (interrupts raised, delivered, deferred; "
+		"deferral\n"
+		"               times)\n"
+		"  policy P     requests from now on run under policy P (percall,\n"
+		"               region or sigmask); those in flight keep theirs\n"
+		"\n"
+		"Only root and the user who mounted may ask.  Exit status: 0 "
+		"answered,\n"
+		"1 the daemon refused or failed the request, 2 bad usage or no "
+		"intrfs\n"
+		"mount there.\n");
+}
+
+/*
+ * Whether path is the mount point of an intrfs mount; if not, what is
+ * there (in what, for the message).
+ */
+static bool is_intrfs(const char *path, char *what, size_t len)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "r");
+	char line[4096];
+	bool found = false;
+
+	snprintf(what, len, "not a mount point");
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f)) {
+		char mnt[PATH_MAX], fstype[256];
+		const char *sep = strstr(line, " - ");
+
+		/* id parent maj:min root mountpoint ... - fstype source ... */
+		if (!sep || sscanf(line, "%*s %*s %*s %*s %4095s", mnt) != 1 ||
+		    sscanf(sep + 3, "%255s", fstype) != 1)
+			continue;
+		/* Octal escapes (\040 for a space) as the kernel writes. */
+		for (char *r = mnt, *w = mnt;; r++, w++) {
+			if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' &&
+			    r[2] >= '0' && r[2] <= '7' && r[3] >= '0' &&
+			    r[3] <= '7') {
+				*w = (char)((r[1] - '0') * 64 +
+					    (r[2] - '0') * 8 + (r[3] - '0'));
+				r += 3;
+			} else {
+				*w = *r;
+			}
+			if (!*r)
+				break;
+		}
+		if (strcmp(mnt, path) != 0)
+			continue;
+		/* The last mount on a point is the one seen there. */
+		found = strcmp(fstype, "fuse.intrfs") == 0;
+		snprintf(what, len, "a %s mount", fstype);
+	}
+	fclose(f);
+	return found;
+}
+
+int main(int argc, char **argv)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	char real[PATH_MAX], what[300], req[CTL_LINE_MAX], *buf = NULL;
+	size_t cap = 0;
+	const char *mnt = NULL, *cmd = NULL, *arg = NULL;
+	bool table = false;
+	size_t got = 0;
+	int fd, n;
+
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "-h") == 0 ||
+		    strcmp(argv[i], "--help") == 0) {
+			usage(stdout);
+			return 0;
+		}
+		if (strcmp(argv[i], "--table") == 0)
+			table = true;
+		else if (!mnt)
+			mnt = argv[i];
+		else if (!cmd)
+			cmd = argv[i];
+		else if (!arg)
+			arg = argv[i];
+		else {
+			fprintf(stderr,
+				PROG ": too many arguments (see --help)\n");
+			return 2;
+		}
+	}
+	if (!mnt || !cmd) {
+		usage(stderr);
+		return 2;
+	}
+	if (strcmp(cmd, "tasks") && strcmp(cmd, "stats") &&
+	    strcmp(cmd, "policy")) {
+		fprintf(stderr,
+			PROG ": unknown command '%s' (tasks, stats, policy P; "
+			     "see --help)\n",
+			cmd);
+		return 2;
+	}
+	if (strcmp(cmd, "policy") == 0 && !arg) {
+		fprintf(stderr, PROG ": policy needs percall, region or "
+				     "sigmask\n");
+		return 2;
+	}
+	if (!realpath(mnt, real)) {
+		fprintf(stderr, PROG ": %s: %s\n", mnt, strerror(errno));
+		return 2;
+	}
+	if (!is_intrfs(real, what, sizeof(what))) {
+		fprintf(stderr, PROG ": %s is not an intrfs mount (%s)\n", real,
+			what);
+		return 2;
+	}
+	ctl_path(real, a.sun_path, sizeof(a.sun_path));
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+		fprintf(stderr,
+			PROG ": cannot reach the daemon of %s at %s: %s (is it "
+			     "an intrfs older than its control endpoint?)\n",
+			real, a.sun_path, strerror(errno));
+		return 2;
+	}
+	n = snprintf(req, sizeof(req), "%s%s%s%s\n", cmd, arg ? " " : "",
+		     arg ? arg : "", table ? " table" : "");
+	if (n >= (int)sizeof(req)) {
+		fprintf(stderr, PROG ": the request is too long\n");
+		return 2;
+	}
+	/* A daemon that answered at once (a refusal) closed: read it. */
+	signal(SIGPIPE, SIG_IGN);
+	(void)!write(fd, req, (size_t)n);
+	for (;;) {
+		ssize_t r;
+
+		if (got + 4096 > cap) {
+			char *nb = realloc(buf, cap = cap ? cap * 2 : 65536);
+
+			if (!nb) {
+				fprintf(stderr, PROG ": out of memory\n");
+				return 1;
+			}
+			buf = nb;
+		}
+		r = read(fd, buf + got, cap - 1 - got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+	}
+	close(fd);
+	if (!buf)
+		buf = strdup("");
+	if (!buf)
+		return 1;
+	buf[got] = '\0';
+	if (strncmp(buf, "ok\n", 3) == 0) {
+		fputs(buf + 3, stdout);
+		return 0;
+	}
+	if (strncmp(buf, "error\n", 6) == 0) {
+		fprintf(stderr, PROG ": %s", buf + 6);
+		return 1;
+	}
+	fprintf(stderr, PROG ": the daemon's answer is not one: %.80s\n", buf);
+	return 1;
+}

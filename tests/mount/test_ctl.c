@@ -1,0 +1,177 @@
+/*
+ * intrfsctl on a live mount: the request a stalled server holds is seen
+ * with its caller, wait mode and region, then with the interrupt its
+ * handled SIGINT raised and the region holds back; the counters count it;
+ * the policy is switched for later requests; another user is refused, and
+ * a directory that is not an intrfs mount is named as such.
+ */
+#include "harness.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef INTRFSCTL_BIN
+#error "INTRFSCTL_BIN: the path of intrfsctl, from tests/meson.build"
+#endif
+
+/*
+ * Runs intrfsctl with args (NULL-terminated) as uid (0: as we are); its
+ * stdout and stderr go to out.  Returns its exit status.
+ */
+static int ctl(uid_t uid, char *out, size_t len, const char *const *args)
+{
+	const char *argv[8] = { INTRFSCTL_BIN };
+	size_t n = 1, got = 0;
+	int p[2], st;
+	pid_t pid;
+
+	for (; *args && n < 7; args++)
+		argv[n++] = *args;
+	ASSERT_EQ(pipe(p), 0);
+	fflush(NULL);
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		close(p[0]);
+		dup2(p[1], 1);
+		dup2(p[1], 2);
+		if (uid && (setgid(USER_GID) < 0 || setuid(uid) < 0))
+			_exit(126);
+		execv(INTRFSCTL_BIN, (char *const *)argv);
+		_exit(127);
+	}
+	close(p[1]);
+	for (;;) {
+		ssize_t r = read(p[0], out + got, len - 1 - got);
+
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+	}
+	out[got] = '\0';
+	close(p[0]);
+	ASSERT_EQ(waitpid(pid, &st, 0), pid);
+	ASSERT(WIFEXITED(st));
+	return WEXITSTATUS(st);
+}
+
+/* intrfsctl MNT tasks, until what shows (5 s), into out. */
+static void tasks_show(const struct mnt *m, const char *what, char *out,
+		       size_t len)
+{
+	for (int i = 0; i < 250; i++) {
+		ASSERT_EQ(ctl(0, out, len,
+			      (const char *const[]){ m->dir, "tasks", NULL }),
+			  0);
+		if (strstr(out, what))
+			return;
+		test_sleep_ms(20);
+	}
+	TEST__FAIL("intrfsctl tasks never showed %s; last:\n%s", what, out);
+}
+
+TEST_IMPL(ctl_tasks_stats_policy)
+{
+	static char out[65536];
+	struct test_server s;
+	struct probe p;
+	struct probe_result r;
+	struct mnt m;
+	char want[64], *buf;
+	uint64_t unread;
+	int status;
+
+	srv_get(&s);
+	mnt_start(&m, &s, "hard,killable,actimeo=60");
+	buf = calloc(1, 1 << 20);
+	ASSERT_NOT_NULL(buf);
+	write_file(lpath(&m, "f"), buf, 1 << 20);
+	free(buf);
+
+	/* Nothing in flight. */
+	ASSERT_EQ(ctl(0, out, sizeof(out),
+		      (const char *const[]){ m.dir, "tasks", NULL }),
+		  0);
+	ASSERT_CONTAINS(out, "\"policy\":\"region\",\"tasks\":[]");
+
+	/* A read the stalled server holds: its caller, wait and region. */
+	probe_start(&p, PROBE_READ, mpath(&m, "f"), 65536, true, 0);
+	probe_wait_ready(&p);
+	srv_stall(&s);
+	unread = srv_unread(&s);
+	probe_go(&p);
+	probe_wait_blocked(&p);
+	srv_wait_call(&s, unread);
+	snprintf(want, sizeof(want), "\"pid\":%d", (int)p.pid);
+	tasks_show(&m, want, out, sizeof(out));
+	ASSERT_CONTAINS(out, "\"op\":\"read\"");
+	ASSERT_CONTAINS(out,
+			"\"mode\":\"killable\",\"effective\":\"killable\"");
+	ASSERT_CONTAINS(out, "\"reason\":\"fuse request\"");
+	ASSERT_CONTAINS(out, "\"pending\":\"none\"");
+
+	/* SIGINT with a handler: raised, held back by the region. */
+	ASSERT_EQ(kill(p.pid, SIGINT), 0);
+	tasks_show(&m, "\"deferred\":\"normal\"", out, sizeof(out));
+	ASSERT_CONTAINS(out, "\"pending\":\"normal\"");
+	ASSERT_EQ(ctl(0, out, sizeof(out),
+		      (const char *const[]){ m.dir, "tasks", "--table", NULL }),
+		  0);
+	ASSERT_CONTAINS(out, "1 request in flight on ");
+	ASSERT_CONTAINS(out, "normal deferred");
+	srv_resume(&s);
+	ASSERT(probe_wait(&p, 20000, &r, &status));
+	ASSERT_EQ(r.ret, 65536);
+	ASSERT_EQ(ctl(0, out, sizeof(out),
+		      (const char *const[]){ m.dir, "stats", NULL }),
+		  0);
+	ASSERT_CONTAINS(out, "\"daemon\":{\"interrupts\":1,");
+	ASSERT_CONTAINS(out, "\"eintr_replies\":0");
+	ASSERT_CONTAINS(out, "\"deferred_delivered\":");
+
+	/* Later requests run under the policy set now. */
+	ASSERT_EQ(
+		ctl(0, out, sizeof(out),
+		    (const char *const[]){ m.dir, "policy", "percall", NULL }),
+		0);
+	ASSERT_CONTAINS(out, "{\"policy\":\"percall\",\"was\":\"region\"}");
+	probe_start(&p, PROBE_READ, mpath(&m, "f"), 65536, true, 0);
+	probe_wait_ready(&p);
+	srv_stall(&s);
+	unread = srv_unread(&s);
+	probe_go(&p);
+	probe_wait_blocked(&p);
+	srv_wait_call(&s, unread);
+	snprintf(want, sizeof(want), "\"pid\":%d", (int)p.pid);
+	tasks_show(&m, want, out, sizeof(out));
+	ASSERT_CONTAINS(out, "\"op\":\"read\"");
+	ASSERT_CONTAINS(out, "\"policy\":\"percall\",\"waiting\":true");
+	srv_resume(&s);
+	ASSERT(probe_wait(&p, 20000, &r, &status));
+	ASSERT_EQ(ctl(0, out, sizeof(out),
+		      (const char *const[]){ m.dir, "policy", "fast", NULL }),
+		  1);
+	ASSERT_CONTAINS(out, "the policy is percall, region or sigmask, not "
+			     "'fast'");
+
+	/* Another user is refused; a plain directory is not a mount. */
+	ASSERT_EQ(ctl(USER_UID, out, sizeof(out),
+		      (const char *const[]){ m.dir, "stats", NULL }),
+		  1);
+	ASSERT_CONTAINS(out, "only root and the user who mounted (uid 0)");
+	ASSERT_EQ(ctl(0, out, sizeof(out),
+		      (const char *const[]){ m.local, "tasks", NULL }),
+		  2);
+	ASSERT_CONTAINS(out, "is not an intrfs mount (not a mount point)");
+	mnt_stop(&m);
+	/* Gone with the mount. */
+	ASSERT_EQ(ctl(0, out, sizeof(out),
+		      (const char *const[]){ m.dir, "tasks", NULL }),
+		  2);
+	return 0;
+}
