@@ -12,6 +12,7 @@
  *           (interrupts raised, delivered, deferred, deferral times)
  *   policy P  the policy of requests from now on (those in flight keep
  *           theirs)
+ *   watchdog N  the hung-task watchdog's threshold, seconds (0: off)
  *
  * It reads the jobs in flight under watch.lock (interrupt.c) and snapshots
  * their tasks, which the region API allows from any thread.  The socket is
@@ -295,6 +296,41 @@ static void stats_out(struct intrfs *fs, FILE *f, bool table)
 		mean, rs.deferral_ns_max);
 }
 
+void control_dump(struct intrfs *fs, FILE *f)
+{
+	tasks_table(fs, f);
+	stats_out(fs, f, true);
+}
+
+/* The hung-task watchdog's threshold from now on (0: no reports). */
+static int watchdog_set(const char *arg, FILE *f, bool table)
+{
+	char *end;
+	unsigned long s = arg ? strtoul(arg, &end, 10) : 0;
+	int rc;
+
+	if (!arg || !*arg || *end || s > 86400) {
+		fprintf(f,
+			"watchdog takes seconds, 0 to 86400 (0: no reports), "
+			"not '%s'\n",
+			arg ? arg : "");
+		return -EINVAL;
+	}
+	rc = region_watchdog_start((uint64_t)s * 1000000000ull);
+	if (rc) {
+		fprintf(f, "cannot start the watchdog: %s\n", strerror(-rc));
+		return rc;
+	}
+	fprintf(stderr, "intrfs: hung-task watchdog at %lu s, by intrfsctl\n",
+		s);
+	if (table)
+		fprintf(f, "hung-task reports after %lu s blocked%s\n", s,
+			s ? "" : " (off)");
+	else
+		fprintf(f, "{\"watchdog_s\":%lu}\n", s);
+	return 0;
+}
+
 static int policy_set(struct intrfs *fs, const char *name, FILE *f, bool table)
 {
 	enum region_policy p, was;
@@ -352,7 +388,11 @@ static int run_line(struct intrfs *fs, char *line, FILE *f)
 	}
 	if (strcmp(cmd, "policy") == 0)
 		return policy_set(fs, arg, f, table);
-	fprintf(f, "unknown command '%s' (tasks, stats, policy P)\n", cmd);
+	if (strcmp(cmd, "watchdog") == 0)
+		return watchdog_set(arg, f, table);
+	fprintf(f,
+		"unknown command '%s' (tasks, stats, policy P, watchdog N)\n",
+		cmd);
 	return -EINVAL;
 }
 

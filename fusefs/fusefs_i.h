@@ -499,6 +499,8 @@ void notify_inval_entry(struct intrfs *fs, fuse_ino_t parent, const char *name);
 /* control.c: the endpoint intrfsctl talks to (ctl.h) */
 int control_start(struct intrfs *fs);
 void control_stop(struct intrfs *fs);
+/* tasks --table and stats --table, for kill -USR1. */
+void control_dump(struct intrfs *fs, FILE *f);
 
 /* unsure.c: names an op in flight, or one that failed, may change */
 void unsure_init(struct intrfs *fs);

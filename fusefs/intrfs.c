@@ -301,64 +301,16 @@ static int nfs_mount(struct intrfs *fs, const char *server, const char *path)
 }
 
 /*
- * kill -USR1 on the daemon prints every task: what it waits on, in which
- * mode, its pending interrupts and its region stack; then the transport's
- * counters and the daemon's.  SIGUSR1 is blocked in every thread and taken
- * here with sigwait().
+ * kill -USR1 on the daemon prints what intrfsctl's tasks --table and
+ * stats --table print (control.c).  SIGUSR1 is blocked in every thread and
+ * taken here with sigwait().
  */
 static pthread_t dumper;
 static atomic_bool dumper_stop;
 
-static int dump_task(const struct task_info *ti, void *arg)
-{
-	(void)arg;
-	fprintf(stderr, "intrfs: task %" PRIu64 " (%s)", ti->id, ti->name);
-	if (ti->waiting)
-		fprintf(stderr, ": %s wait, %s (as %s), %" PRIu64 " ms",
-			ti->wait_what, task_mode_name(ti->wait_mode),
-			task_mode_name(ti->wait_eff), ti->wait_ns / 1000000);
-	else
-		fprintf(stderr, ti->running ? ": running" : ": not running");
-	if (ti->pending)
-		fprintf(stderr, ", interrupt pending%s for %" PRIu64 " ms",
-			ti->deferred ? " (deferred)" : "",
-			ti->raised_age_ns / 1000000);
-	fputc('\n', stderr);
-	for (unsigned i = ti->depth; i-- > 0;) {
-		const struct region_site *rs = ti->stack[i].site;
-
-		fprintf(stderr, "intrfs:   %s region \"%s\" at %s:%d (%s)\n",
-			rs->kind == REGION_KILLABLE ? "killable" :
-						      "uninterruptible",
-			rs->reason, rs->file, rs->line, rs->func);
-	}
-	return 0;
-}
-
-static void dump_stats(const struct intrfs *fs)
-{
-	struct nc_stats st;
-
-	nc_client_stats(fs->nc, &st);
-	fprintf(stderr, "intrfs: transport:\n");
-#define DUMP_NC(name, what)                                                    \
-	fprintf(stderr, "intrfs:   %-16s %12" PRIu64 "  %s\n", #name, st.name, \
-		what);
-	NC_STATS_FIELDS(DUMP_NC)
-#undef DUMP_NC
-	fprintf(stderr, "intrfs: daemon:\n");
-	/* relaxed: statistics; a dump need not be a snapshot. */
-#define DUMP_FS(name, what)                                                  \
-	fprintf(stderr, "intrfs:   %-16s %12" PRIu64 "  %s\n", #name,        \
-		atomic_load_explicit(&fs->stats.name, memory_order_relaxed), \
-		what);
-	FS_STATS_FIELDS(DUMP_FS)
-#undef DUMP_FS
-}
-
 static void *dumper_main(void *arg)
 {
-	const struct intrfs *fs = arg;
+	struct intrfs *fs = arg;
 	sigset_t set;
 	int sig;
 
@@ -372,9 +324,11 @@ static void *dumper_main(void *arg)
 	       !atomic_load_explicit(&dumper_stop, memory_order_acquire)) {
 		fprintf(stderr, "intrfs: tasks on %s, policy %s:\n",
 			nc_client_server(fs->nc),
-			region_policy_name(fs->nco.policy));
-		task_foreach(dump_task, NULL);
-		dump_stats(fs);
+			region_policy_name(
+				(enum region_policy)atomic_load_explicit(
+					&fs->req_policy,
+					memory_order_relaxed)));
+		control_dump(fs, stderr);
 		fflush(stderr);
 	}
 	return NULL;

@@ -50,6 +50,8 @@ static void usage(FILE *f)
 		"               times)\n"
 		"  policy P     requests from now on run under policy P (percall,\n"
 		"               region or sigmask); those in flight keep theirs\n"
+		"  watchdog N   the hung-task watchdog reports a request blocked\n"
+		"               uninterruptibly for N seconds (0: no reports)\n"
 		"\n"
 		"Only root and the user who mounted may ask.  Exit status: 0 "
 		"answered,\n"
@@ -138,16 +140,20 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (strcmp(cmd, "tasks") && strcmp(cmd, "stats") &&
-	    strcmp(cmd, "policy")) {
+	    strcmp(cmd, "policy") && strcmp(cmd, "watchdog")) {
 		fprintf(stderr,
-			PROG ": unknown command '%s' (tasks, stats, policy P; "
-			     "see --help)\n",
+			PROG ": unknown command '%s' (tasks, stats, policy P, "
+			     "watchdog N; see --help)\n",
 			cmd);
 		return 2;
 	}
 	if (strcmp(cmd, "policy") == 0 && !arg) {
 		fprintf(stderr, PROG ": policy needs percall, region or "
 				     "sigmask\n");
+		return 2;
+	}
+	if (strcmp(cmd, "watchdog") == 0 && !arg) {
+		fprintf(stderr, PROG ": watchdog needs seconds (0: off)\n");
 		return 2;
 	}
 	if (!realpath(mnt, real)) {

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -173,5 +174,51 @@ TEST_IMPL(ctl_tasks_stats_policy)
 	ASSERT_EQ(ctl(0, out, sizeof(out),
 		      (const char *const[]){ m.dir, "tasks", NULL }),
 		  2);
+	return 0;
+}
+
+/*
+ * The watchdog switched on live reports a request blocked uninterruptibly;
+ * kill -USR1 prints what tasks --table prints.
+ */
+TEST_IMPL(ctl_watchdog_and_usr1)
+{
+	static char out[4096];
+	struct test_server s;
+	struct probe p;
+	struct mnt m;
+	char log[32768], *buf;
+	uint64_t unread;
+	int status;
+
+	srv_get(&s);
+	mnt_start(&m, &s, "hard,nointr,hung_timeout=0");
+	buf = calloc(1, 65536);
+	ASSERT_NOT_NULL(buf);
+	write_file(lpath(&m, "f"), buf, 65536);
+	free(buf);
+	ASSERT_EQ(ctl(0, out, sizeof(out),
+		      (const char *const[]){ m.dir, "watchdog", "1", NULL }),
+		  0);
+	ASSERT_CONTAINS(out, "{\"watchdog_s\":1}");
+	ASSERT_EQ(ctl(0, out, sizeof(out),
+		      (const char *const[]){ m.dir, "watchdog", "soon", NULL }),
+		  1);
+	ASSERT_CONTAINS(out, "watchdog takes seconds");
+	probe_start(&p, PROBE_READ, mpath(&m, "f"), 65536, true, 0);
+	probe_wait_ready(&p);
+	srv_stall(&s);
+	unread = srv_unread(&s);
+	probe_go(&p);
+	probe_wait_blocked(&p);
+	srv_wait_call(&s, unread);
+	mnt_wait_log(&m, "blocked uninterruptibly", 5000);
+	ASSERT_EQ(kill(m.pid, SIGUSR1), 0);
+	mnt_wait_log(&m, "1 request in flight on ", 5000);
+	mnt_read_log(&m, log, sizeof(log));
+	ASSERT_CONTAINS(log, "uninterruptible region \"fuse request\"");
+	srv_resume(&s);
+	ASSERT(probe_wait(&p, 20000, NULL, &status));
+	mnt_stop(&m);
 	return 0;
 }
