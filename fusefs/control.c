@@ -232,6 +232,50 @@ static void tasks_table(struct intrfs *fs, FILE *f)
 	free(v);
 }
 
+/* Per NFS procedure, as Linux's mountstats per-op lines (times in ms). */
+static void procs_out(struct intrfs *fs, FILE *f, bool table)
+{
+	struct nc_proc_stats ps[NC_NPROCS];
+	const char *sep = "", *fsep;
+
+	nc_client_proc_stats(fs->nc, ps);
+	if (table)
+		fprintf(f,
+			"per procedure (times in ms, cumulative):\n"
+			"  %-12s %8s %8s %6s %12s %12s %9s %9s %9s %6s\n",
+			"", "ops", "trans", "majto", "bytes sent", "bytes recv",
+			"queue", "rtt", "execute", "errors");
+	else
+		fprintf(f, ",\"procedures\":{");
+	for (unsigned i = 0; i < NC_NPROCS; i++) {
+		const struct nc_proc_stats *p = &ps[i];
+
+		if (!p->ops)
+			continue;
+		if (table) {
+			fprintf(f,
+				"  %-12s %8" PRIu64 " %8" PRIu64 " %6" PRIu64
+				" %12" PRIu64 " %12" PRIu64
+				" %9.1f %9.1f %9.1f %6" PRIu64 "\n",
+				nc_proc_name(i), p->ops, p->transmissions,
+				p->major_timeouts, p->bytes_sent, p->bytes_recv,
+				p->queue_ns / 1e6, p->rtt_ns / 1e6,
+				p->execute_ns / 1e6, p->errors);
+			continue;
+		}
+		fprintf(f, "%s\"%s\":{", sep, nc_proc_name(i));
+		sep = ",";
+		fsep = "";
+#define J_P(name) \
+	fprintf(f, "%s\"%s\":%" PRIu64, fsep, #name, p->name), fsep = ",";
+		NC_PROC_STATS_FIELDS(J_P)
+#undef J_P
+		fputc('}', f);
+	}
+	if (!table)
+		fputc('}', f);
+}
+
 static void stats_out(struct intrfs *fs, FILE *f, bool table)
 {
 	struct nc_stats st;
@@ -267,6 +311,7 @@ static void stats_out(struct intrfs *fs, FILE *f, bool table)
 			"deferred", rs.deferred, "deferred_delivered",
 			rs.deferred_delivered, "deferral_mean", mean / 1e6,
 			"deferral_max", rs.deferral_ns_max / 1e6);
+		procs_out(fs, f, true);
 		return;
 	}
 	fprintf(f, "{\"mountpoint\":");
@@ -291,9 +336,11 @@ static void stats_out(struct intrfs *fs, FILE *f, bool table)
 		",\"delivered\":%" PRIu64 ",\"deferred\":%" PRIu64
 		",\"deferred_delivered\":%" PRIu64
 		",\"deferral_ns_mean\":%" PRIu64 ",\"deferral_ns_max\":%" PRIu64
-		"}}\n",
+		"}",
 		rs.raised, rs.delivered, rs.deferred, rs.deferred_delivered,
 		mean, rs.deferral_ns_max);
+	procs_out(fs, f, false);
+	fprintf(f, "}\n");
 }
 
 void control_dump(struct intrfs *fs, FILE *f)

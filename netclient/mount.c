@@ -173,6 +173,8 @@ static int client_xprt(nc_client_t *c, unsigned port, uint32_t prog,
 	cfg.send_mode = c->opts.send_mode;
 	cfg.slots = slots;
 	cfg.stats = &c->stats;
+	/* Per procedure: NFS's only (MOUNT's numbers mean other calls). */
+	cfg.pstats = prog == NFS_PROGRAM ? c->pstats : NULL;
 	return nc__xprt_create(&cfg, out);
 }
 
@@ -751,6 +753,31 @@ const struct nc_opts *nc_client_opts(const nc_client_t *c)
 const char *nc_client_server(const nc_client_t *c)
 {
 	return c->server;
+}
+
+void nc_client_proc_stats(const nc_client_t *c, struct nc_proc_stats *st)
+{
+	for (unsigned i = 0; i < NC_NPROCS; i++) {
+		const struct nc__pstat *p = &c->pstats[i];
+
+		/* Relaxed: statistics, each field read once. */
+#define LOADP(f) st[i].f = atomic_load_explicit(&p->f, memory_order_relaxed);
+		NC_PROC_STATS_FIELDS(LOADP)
+#undef LOADP
+	}
+}
+
+const char *nc_proc_name(unsigned proc)
+{
+	static const char *const names[NC_NPROCS] = {
+		"NULL",	    "GETATTR", "SETATTR",     "LOOKUP", "ACCESS",
+		"READLINK", "READ",    "WRITE",	      "CREATE", "MKDIR",
+		"SYMLINK",  "MKNOD",   "REMOVE",      "RMDIR",	"RENAME",
+		"LINK",	    "READDIR", "READDIRPLUS", "FSSTAT", "FSINFO",
+		"PATHCONF", "COMMIT"
+	};
+
+	return proc < NC_NPROCS ? names[proc] : "?";
 }
 
 void nc_client_stats(const nc_client_t *c, struct nc_stats *st)

@@ -74,6 +74,13 @@ struct nc__rpc {
 	bool answer_once_sent;
 };
 
+/* Per procedure (struct nc_proc_stats, as atomics). */
+struct nc__pstat {
+#define NC__PSTAT_FIELD(name) _Atomic uint64_t name;
+	NC_PROC_STATS_FIELDS(NC__PSTAT_FIELD)
+#undef NC__PSTAT_FIELD
+};
+
 /* The counters a transport keeps (struct nc_stats, as atomics). */
 struct nc__xstats {
 #define NC__XSTATS_FIELD(name, what) _Atomic uint64_t name;
@@ -111,6 +118,7 @@ struct nc__xprt_cfg {
 	enum task_mode send_mode; /* of the send primitive's (send=) */
 	unsigned slots; /* calls in flight at most; at least 1 */
 	struct nc__xstats *stats; /* where to count; may be shared */
+	struct nc__pstat *pstats; /* [NC_NPROCS] per procedure, or NULL */
 };
 
 /*
@@ -180,6 +188,7 @@ struct nc_client {
 	struct sockaddr_in addr; /* port 0 */
 	struct nc_opts opts;
 	struct nc__xstats stats; /* of every transport of this client */
+	struct nc__pstat pstats[NC_NPROCS]; /* of the NFS connection */
 	struct nc__xprt *nfs; /* set by nc_client_mount() */
 	struct nc_cred mount_cred;
 	char export_path[1024]; /* the export MNTed; "" before */

@@ -621,6 +621,7 @@ static int call_timeout(struct nc__xprt *x, struct nc__call *call)
 			call->timeout_ns = x->timeout.max_ns;
 	} else {
 		nc__count(&x->stats->major_timeouts);
+		call->majors++;
 		if (x->timeout.mode != NC_HARD)
 			return soft_timeout(x);
 		if (!x->not_responding) {
@@ -656,7 +657,7 @@ static int xprt_send_pending(struct nc__xprt *x, struct nc__call *calls,
 {
 	for (unsigned i = 0; i < n; i++) {
 		struct nc__call *call = &calls[i];
-		uint64_t gen;
+		uint64_t gen, xmit_at = 0;
 		int fd, rc;
 
 		if (call->state == NC__CALL_DONE)
@@ -709,6 +710,8 @@ static int xprt_send_pending(struct nc__xprt *x, struct nc__call *calls,
 			task_mutex_lock_nofail(&x->lock);
 			current = x->gen == gen && x->conn == NC__CONN_UP;
 			task_mutex_unlock(&x->lock);
+			/* As Linux stamps rq_xtime: when the send starts. */
+			xmit_at = region_now_ns();
 			rc = current ? send_record(x, call, fd, gen,
 						   call->deadline_ns) :
 				       -ECONNRESET;
@@ -716,6 +719,12 @@ static int xprt_send_pending(struct nc__xprt *x, struct nc__call *calls,
 		}
 
 		task_mutex_lock_nofail(&x->lock);
+		if (rc == 0) {
+			call->sends++;
+			call->last_sent_ns = xmit_at;
+			if (!call->first_sent_ns)
+				call->first_sent_ns = xmit_at;
+		}
 		/*
 		 * The reply may have come while x->lock was dropped: the call
 		 * is done then, and must stay so.
@@ -825,6 +834,34 @@ static bool owes_answer(const struct nc__call *calls, unsigned n)
 		    calls[i].state != NC__CALL_DONE)
 			return true;
 	return false;
+}
+
+/* The call's share of the per-procedure counters, once it ended. */
+static void account(struct nc__xprt *x, const struct nc__call *call,
+		    uint64_t start, uint64_t end)
+{
+	struct nc__pstat *p;
+
+	if (!x->pstats || call->rpc->proc >= NC_NPROCS)
+		return;
+	p = &x->pstats[call->rpc->proc];
+	/* relaxed: statistics, each field on its own. */
+#define ADD(f, v) atomic_fetch_add_explicit(&p->f, (v), memory_order_relaxed)
+	ADD(ops, 1);
+	ADD(transmissions, call->sends);
+	ADD(major_timeouts, call->majors);
+	ADD(bytes_sent,
+	    (uint64_t)call->sends * (call->rec_len + call->tail_len));
+	ADD(bytes_recv, call->reply_len);
+	if (call->first_sent_ns)
+		ADD(queue_ns, call->first_sent_ns - start);
+	if (call->reply_ns && call->reply_ns >= call->last_sent_ns &&
+	    call->last_sent_ns)
+		ADD(rtt_ns, call->reply_ns - call->last_sent_ns);
+	ADD(execute_ns, end - start);
+	if (call->rc)
+		ADD(errors, 1);
+#undef ADD
 }
 
 int nc__xprt_batch_notify(struct nc__xprt *x, struct nc__rpc *rpcs, unsigned n,
@@ -957,6 +994,7 @@ int nc__xprt_batch_notify(struct nc__xprt *x, struct nc__rpc *rpcs, unsigned n,
 			call->rc = nc__decode_reply(x, call);
 		else if (call->rc == 0)
 			call->rc = -EIO;
+		account(x, call, start, region_now_ns());
 		rpcs[i].rc = call->rc;
 		if (call->rc && !first)
 			first = call->rc;
@@ -1002,6 +1040,7 @@ int nc__xprt_create(const struct nc__xprt_cfg *cfg, struct nc__xprt **out)
 	x->send_mode = cfg->send_mode;
 	x->slots = cfg->slots;
 	x->stats = cfg->stats;
+	x->pstats = cfg->pstats;
 	x->fd = x->closing_fd = -1;
 	/* A random start, so that a restarted client does not reuse XIDs. */
 	x->next_xid = (uint32_t)region_now_ns() ^ (uint32_t)getpid() << 16;

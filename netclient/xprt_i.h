@@ -55,6 +55,9 @@ struct nc__call {
 	uint64_t timeout_ns; /* the current timeout */
 	uint64_t giveup_ns; /* soft: when the major timeout ends it; 0 */
 	unsigned minor; /* retransmissions since the last major */
+	/* For the per-procedure counters. */
+	unsigned sends, majors;
+	uint64_t first_sent_ns, last_sent_ns, reply_ns;
 	unsigned char *reply;
 	size_t reply_len;
 	int rc;
@@ -71,6 +74,7 @@ struct nc__xprt {
 	enum task_mode send_mode; /* of the send primitive's (send=) */
 	unsigned slots;
 	struct nc__xstats *stats;
+	struct nc__pstat *pstats; /* per procedure, or NULL */
 
 	task_mutex_t send_lock; /* serialises records on the stream */
 	task_mutex_t lock;

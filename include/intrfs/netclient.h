@@ -213,6 +213,36 @@ struct nc_stats {
 #undef NC__STATS_FIELD
 };
 
+/*
+ * Per NFS procedure, the fields of Linux's /proc/self/mountstats "per-op
+ * statistics": operations, transmissions, major timeouts, bytes sent and
+ * received, cumulative queue time (call made to first sent), RTT (last
+ * sent to reply) and execute time (made to done); and errors (calls that
+ * ended in an error, NFS status or not).
+ */
+#define NC_PROC_STATS_FIELDS(X) \
+	X(ops)                  \
+	X(transmissions)        \
+	X(major_timeouts)       \
+	X(bytes_sent)           \
+	X(bytes_recv)           \
+	X(queue_ns)             \
+	X(rtt_ns)               \
+	X(execute_ns)           \
+	X(errors)
+
+struct nc_proc_stats {
+#define NC__PROC_STATS_FIELD(name) uint64_t name;
+	NC_PROC_STATS_FIELDS(NC__PROC_STATS_FIELD)
+#undef NC__PROC_STATS_FIELD
+};
+
+/* NFSv3's procedures, NULL (0) to COMMIT (21). */
+#define NC_NPROCS 22
+
+/* The procedure's RFC 1813 name, "GETATTR"; "?" past COMMIT. */
+const char *nc_proc_name(unsigned proc);
+
 typedef struct nc_client nc_client_t;
 
 /*
@@ -246,6 +276,8 @@ unsigned nc_client_wsize(const nc_client_t *c);
 const struct nc_opts *nc_client_opts(const nc_client_t *c);
 const char *nc_client_server(const nc_client_t *c);
 void nc_client_stats(const nc_client_t *c, struct nc_stats *st);
+/* The per-procedure counters of the NFS connection, st[NC_NPROCS]. */
+void nc_client_proc_stats(const nc_client_t *c, struct nc_proc_stats *st);
 
 /* The export list (MOUNTPROC3_EXPORT); fn is called once per export. */
 NC_MUST_CHECK int nc_client_exports(nc_client_t *c, const struct nc_cred *cred,

@@ -134,6 +134,9 @@ TEST_IMPL(ctl_tasks_stats_policy)
 	ASSERT_CONTAINS(out, "\"daemon\":{\"interrupts\":1,");
 	ASSERT_CONTAINS(out, "\"eintr_replies\":0");
 	ASSERT_CONTAINS(out, "\"deferred_delivered\":");
+	/* Per procedure, as mountstats: the READ counted and timed. */
+	ASSERT_CONTAINS(out, "\"procedures\":{");
+	ASSERT_CONTAINS(out, "\"READ\":{\"ops\":");
 
 	/* Later requests run under the policy set now. */
 	ASSERT_EQ(
