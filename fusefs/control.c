@@ -13,6 +13,7 @@
  *   policy P  the policy of requests from now on (those in flight keep
  *           theirs)
  *   watchdog N  the hung-task watchdog's threshold, seconds (0: off)
+ *   trace on FILE | trace off  the event trace (trace.c)
  *
  * It reads the jobs in flight under watch.lock (interrupt.c) and snapshots
  * their tasks, which the region API allows from any thread.  The socket is
@@ -403,21 +404,55 @@ static int policy_set(struct intrfs *fs, const char *name, FILE *f, bool table)
 	return 0;
 }
 
+/* trace on FILE | trace off. */
+static int trace_set(const char *what, const char *path, FILE *f, bool table)
+{
+	int rc;
+
+	if (what && strcmp(what, "off") == 0) {
+		trace_off();
+		fprintf(stderr, "intrfs: trace off, by intrfsctl\n");
+		fprintf(f, table ? "trace off\n" : "{\"trace\":null}\n");
+		return 0;
+	}
+	if (!what || strcmp(what, "on") != 0 || !path || path[0] != '/') {
+		fprintf(f, "trace takes 'on /ABSOLUTE/FILE' or 'off'\n");
+		return -EINVAL;
+	}
+	rc = trace_on(path);
+	if (rc) {
+		fprintf(f, "cannot write the trace to %s: %s\n", path,
+			strerror(-rc));
+		return rc;
+	}
+	fprintf(stderr, "intrfs: trace to %s, by intrfsctl\n", path);
+	if (table)
+		fprintf(f, "trace to %s\n", path);
+	else {
+		fprintf(f, "{\"trace\":");
+		jstr(f, path);
+		fprintf(f, "}\n");
+	}
+	return 0;
+}
+
 /* Runs one request line; the answer's text goes to f. */
 static int run_line(struct intrfs *fs, char *line, FILE *f)
 {
 	char *save = NULL, *cmd = strtok_r(line, " \t\r\n", &save);
-	char *arg = strtok_r(NULL, " \t\r\n", &save);
+	char *w[3] = { NULL, NULL, NULL }, *arg, *arg2;
 	bool table = false;
+	unsigned n = 0;
 
-	if (arg && strcmp(arg, "table") == 0) {
-		table = true;
-		arg = NULL;
-	} else {
-		char *more = strtok_r(NULL, " \t\r\n", &save);
-
-		table = more && strcmp(more, "table") == 0;
+	/* Up to two arguments, then maybe "table". */
+	for (char *t; n < 3 && (t = strtok_r(NULL, " \t\r\n", &save));) {
+		if (strcmp(t, "table") == 0)
+			table = true;
+		else
+			w[n++] = t;
 	}
+	arg = w[0];
+	arg2 = w[1];
 	if (!cmd) {
 		fprintf(f, "an empty request\n");
 		return -EINVAL;
@@ -437,8 +472,11 @@ static int run_line(struct intrfs *fs, char *line, FILE *f)
 		return policy_set(fs, arg, f, table);
 	if (strcmp(cmd, "watchdog") == 0)
 		return watchdog_set(arg, f, table);
+	if (strcmp(cmd, "trace") == 0)
+		return trace_set(arg, arg2, f, table);
 	fprintf(f,
-		"unknown command '%s' (tasks, stats, policy P, watchdog N)\n",
+		"unknown command '%s' (tasks, stats, policy P, watchdog N, "
+		"trace on FILE|off)\n",
 		cmd);
 	return -EINVAL;
 }

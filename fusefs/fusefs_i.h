@@ -56,6 +56,7 @@ struct fs_opts {
 	unsigned wbuf_mb; /* uncommitted data kept per file, MiB */
 	bool allow_other;
 	char *logfile;
+	char *trace; /* trace=: the event trace's file from the mount on */
 };
 
 /* FUSE's options among the mount options, passed on to libfuse. */
@@ -495,6 +496,11 @@ int dir_read(struct job *j, struct dirhandle *d, bool plus);
 int notify_start(struct intrfs *fs);
 void notify_stop(struct intrfs *fs);
 void notify_inval_entry(struct intrfs *fs, fuse_ino_t parent, const char *name);
+
+/* trace.c: the event trace; trace_init() once, before the session */
+int trace_init(void);
+int trace_on(const char *path);
+void trace_off(void);
 
 /* control.c: the endpoint intrfsctl talks to (ctl.h) */
 int control_start(struct intrfs *fs);

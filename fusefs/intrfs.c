@@ -365,6 +365,14 @@ static int run(struct intrfs *fs, const struct cmdline *cl,
 	fargv[fargc] = NULL;
 	args = (struct fuse_args)FUSE_ARGS_INIT(fargc, fargv);
 
+	rc = trace_init();
+	if (rc == 0 && fs->o.trace)
+		rc = trace_on(fs->o.trace);
+	if (rc) {
+		fprintf(stderr, PROG ": cannot write the trace to %s: %s\n",
+			fs->o.trace ? fs->o.trace : "/dev/null", strerror(-rc));
+		return rc;
+	}
 	nodes_init(fs);
 	unsure_init(fs);
 	fs->ctl.fd = -1;
@@ -528,6 +536,7 @@ int main(int argc, char **argv)
 	free(fs.source);
 	free(fs.mountpoint);
 	free(fs.o.logfile);
+	free(fs.o.trace);
 	bufpool_stop();
 	return rc ? 1 : 0;
 }

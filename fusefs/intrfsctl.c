@@ -52,6 +52,12 @@ static void usage(FILE *f)
 		"               region or sigmask); those in flight keep theirs\n"
 		"  watchdog N   the hung-task watchdog reports a request blocked\n"
 		"               uninterruptibly for N seconds (0: no reports)\n"
+		"  trace on FILE, trace off\n"
+		"               an event trace appended to FILE, one JSON object "
+		"a\n"
+		"               line: region begin and end, interrupt raised,\n"
+		"               deferred, delivered; retransmit, major timeout,\n"
+		"               reset, reply (also -o trace=FILE at mount)\n"
 		"\n"
 		"Only root and the user who mounted may ask.  Exit status: 0 "
 		"answered,\n"
@@ -110,7 +116,8 @@ int main(int argc, char **argv)
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
 	char real[PATH_MAX], what[300], req[CTL_LINE_MAX], *buf = NULL;
 	size_t cap = 0;
-	const char *mnt = NULL, *cmd = NULL, *arg = NULL;
+	const char *mnt = NULL, *cmd = NULL, *arg = NULL, *arg2 = NULL;
+	char abs[PATH_MAX];
 	bool table = false;
 	size_t got = 0;
 	int fd, n;
@@ -129,6 +136,8 @@ int main(int argc, char **argv)
 			cmd = argv[i];
 		else if (!arg)
 			arg = argv[i];
+		else if (!arg2)
+			arg2 = argv[i];
 		else {
 			fprintf(stderr,
 				PROG ": too many arguments (see --help)\n");
@@ -140,12 +149,39 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (strcmp(cmd, "tasks") && strcmp(cmd, "stats") &&
-	    strcmp(cmd, "policy") && strcmp(cmd, "watchdog")) {
+	    strcmp(cmd, "policy") && strcmp(cmd, "watchdog") &&
+	    strcmp(cmd, "trace")) {
 		fprintf(stderr,
 			PROG ": unknown command '%s' (tasks, stats, policy P, "
-			     "watchdog N; see --help)\n",
+			     "watchdog N, trace on FILE|off; see --help)\n",
 			cmd);
 		return 2;
+	}
+	if (strcmp(cmd, "trace") == 0) {
+		if (arg && strcmp(arg, "on") == 0 && arg2) {
+			if (strpbrk(arg2, " \t\n")) {
+				fprintf(stderr, PROG
+					": a trace file name with blanks "
+					"cannot be sent: choose another\n");
+				return 2;
+			}
+			/* The daemon's working directory is not ours. */
+			if (arg2[0] != '/') {
+				if (!getcwd(abs,
+					    sizeof(abs) - strlen(arg2) - 2)) {
+					fprintf(stderr, PROG ": getcwd: %s\n",
+						strerror(errno));
+					return 2;
+				}
+				strcat(abs, "/");
+				strcat(abs, arg2);
+				arg2 = abs;
+			}
+		} else if (!arg || strcmp(arg, "off") != 0 || arg2) {
+			fprintf(stderr,
+				PROG ": trace takes 'on FILE' or 'off'\n");
+			return 2;
+		}
 	}
 	if (strcmp(cmd, "policy") == 0 && !arg) {
 		fprintf(stderr, PROG ": policy needs percall, region or "
@@ -174,8 +210,9 @@ int main(int argc, char **argv)
 			real, a.sun_path, strerror(errno));
 		return 2;
 	}
-	n = snprintf(req, sizeof(req), "%s%s%s%s\n", cmd, arg ? " " : "",
-		     arg ? arg : "", table ? " table" : "");
+	n = snprintf(req, sizeof(req), "%s%s%s%s%s%s\n", cmd, arg ? " " : "",
+		     arg ? arg : "", arg2 ? " " : "", arg2 ? arg2 : "",
+		     table ? " table" : "");
 	if (n >= (int)sizeof(req)) {
 		fprintf(stderr, PROG ": the request is too long\n");
 		return 2;

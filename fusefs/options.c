@@ -178,6 +178,10 @@ static const struct opt_def opt_defs[] = {
 	      "times that for the whole mount (%u)"),
 	PATH("logfile", logfile, "logfile=PATH",
 	     "where the daemon logs (see Logs below)"),
+	PATH("trace", trace, "trace=PATH",
+	     "an event trace, one JSON object a line: regions,\n"
+	     "interrupts, retransmits, resets, replies (intrfsctl\n"
+	     "trace on|off switches it live)"),
 	KIND("bg", OPT_REFUSED, NULL,
 	     "the mount retries in the foreground for retry= minutes"),
 	KIND("fg", OPT_IGNORED_FLAG, NULL, NULL),

@@ -283,6 +283,41 @@ static void back_off(struct nc__xprt *x)
  * socket, with an RST, which also spares the source port a TIME_WAIT so
  * that the next connection can reuse it.
  */
+/* The event hook (netclient.h); the argument is set before the function. */
+static _Atomic(void (*)(const struct nc_event *, void *)) event_fn;
+static void *_Atomic event_arg;
+
+void nc_set_event_hook(void (*fn)(const struct nc_event *, void *), void *arg)
+{
+	atomic_store_explicit(&event_arg, arg, memory_order_relaxed);
+	/* release: the argument is seen with the function. */
+	atomic_store_explicit(&event_fn, fn, memory_order_release);
+}
+
+void nc__event(const struct nc__xprt *x, enum nc_event_type type,
+	       const struct nc__call *call, bool by_client, bool partial)
+{
+	/* acquire: pairs with nc_set_event_hook(). */
+	void (*fn)(const struct nc_event *, void *) =
+		atomic_load_explicit(&event_fn, memory_order_acquire);
+	struct nc_event ev = { 0 };
+
+	if (!fn)
+		return;
+	ev.type = type;
+	ev.prog = x->prog;
+	ev.by_client = by_client;
+	ev.partial = partial;
+	if (call) {
+		ev.xid = call->xid;
+		ev.proc = call->rpc->proc;
+		if (type == NC_EV_REPLY && call->last_sent_ns &&
+		    call->reply_ns >= call->last_sent_ns)
+			ev.rtt_ns = call->reply_ns - call->last_sent_ns;
+	}
+	fn(&ev, atomic_load_explicit(&event_arg, memory_order_relaxed));
+}
+
 void nc__xprt_disconnect(struct nc__xprt *x, bool by_client)
 {
 	uint64_t one = 1;
@@ -290,6 +325,7 @@ void nc__xprt_disconnect(struct nc__xprt *x, bool by_client)
 
 	if (x->conn != NC__CONN_UP)
 		return;
+	nc__event(x, NC_EV_RESET, x->cut_call, by_client, x->cut_call != NULL);
 	if (by_client)
 		nc__count(&x->stats->resets);
 	else if (!x->replied)
@@ -577,8 +613,11 @@ static int send_record(struct nc__xprt *x, struct nc__call *call, int fd,
 		/* Cut mid-record: the stream cannot be trusted any more. */
 		task_mutex_lock_nofail(&x->lock);
 		nc__count(&x->stats->partial_resets);
-		if (x->gen == gen)
+		if (x->gen == gen) {
+			x->cut_call = call; /* for the reset's event */
 			nc__xprt_disconnect(x, true);
+			x->cut_call = NULL;
+		}
 		task_mutex_unlock(&x->lock);
 		if (rc == -ETIMEDOUT)
 			rc = -ECANCELED; /* soft: the major timeout */
@@ -622,6 +661,7 @@ static int call_timeout(struct nc__xprt *x, struct nc__call *call)
 	} else {
 		nc__count(&x->stats->major_timeouts);
 		call->majors++;
+		nc__event(x, NC_EV_MAJOR_TIMEOUT, call, false, false);
 		if (x->timeout.mode != NC_HARD)
 			return soft_timeout(x);
 		if (!x->not_responding) {
@@ -641,6 +681,7 @@ static int call_timeout(struct nc__xprt *x, struct nc__call *call)
 	if (call->state == NC__CALL_SENT) {
 		call->state = NC__CALL_UNSENT;
 		nc__count(&x->stats->retransmits);
+		nc__event(x, NC_EV_RETRANSMIT, call, false, false);
 	}
 	call->deadline_ns = region_now_ns() + call->timeout_ns;
 	return 0;
@@ -667,6 +708,7 @@ static int xprt_send_pending(struct nc__xprt *x, struct nc__call *calls,
 			/* Sent on a connection that is gone: again. */
 			call->state = NC__CALL_UNSENT;
 			nc__count(&x->stats->retransmits);
+			nc__event(x, NC_EV_RETRANSMIT, call, false, false);
 		}
 		if (call->state != NC__CALL_UNSENT)
 			continue;

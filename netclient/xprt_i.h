@@ -66,6 +66,11 @@ struct nc__call {
 
 enum nc__conn_state { NC__CONN_DOWN, NC__CONN_CONNECTING, NC__CONN_UP };
 
+struct nc__xprt;
+/* Calls the event hook, if any (xprt.c); call may be NULL. */
+void nc__event(const struct nc__xprt *x, enum nc_event_type type,
+	       const struct nc__call *call, bool by_client, bool partial);
+
 struct nc__xprt {
 	char server[256];
 	struct sockaddr_in addr;
@@ -79,6 +84,7 @@ struct nc__xprt {
 	task_mutex_t send_lock; /* serialises records on the stream */
 	task_mutex_t lock;
 	/* Everything below is protected by lock. */
+	const struct nc__call *cut_call; /* a record being cut: a reset */
 	struct nc__timeout timeout;
 	task_cond_t conn_cond; /* connection state and closing_fd changes */
 	enum nc__conn_state conn;

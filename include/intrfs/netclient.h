@@ -243,6 +243,33 @@ struct nc_proc_stats {
 /* The procedure's RFC 1813 name, "GETATTR"; "?" past COMMIT. */
 const char *nc_proc_name(unsigned proc);
 
+/*
+ * Transport events, for tracing: a call sent again (after its timeout, or
+ * on a new connection), a major timeout, a connection ended (by the
+ * client, a record cut mid-way or not, or by the server), a reply taken.
+ * The hook runs on the thread where the event happens, with the
+ * transport's lock held: it must not wait and must not call netclient.
+ */
+enum nc_event_type {
+	NC_EV_RETRANSMIT,
+	NC_EV_MAJOR_TIMEOUT,
+	NC_EV_RESET,
+	NC_EV_REPLY,
+};
+
+struct nc_event {
+	enum nc_event_type type;
+	uint32_t prog; /* 100003 NFS, 100005 MOUNT, 100000 rpcbind */
+	uint32_t xid; /* 0 for a reset */
+	unsigned proc;
+	bool by_client; /* reset: the client ended it */
+	bool partial; /* reset: a record was cut mid-way */
+	uint64_t rtt_ns; /* reply: since the last transmission started */
+};
+
+void nc_set_event_hook(void (*fn)(const struct nc_event *ev, void *arg),
+		       void *arg);
+
 typedef struct nc_client nc_client_t;
 
 /*

@@ -83,12 +83,19 @@ TEST_IMPL(ctl_tasks_stats_policy)
 	struct probe p;
 	struct probe_result r;
 	struct mnt m;
-	char want[64], *buf;
+	char want[64], opts[200], trace[2][100], *buf, *got;
 	uint64_t unread;
 	int status;
 
 	srv_get(&s);
-	mnt_start(&m, &s, "hard,killable,actimeo=60");
+	for (int i = 0; i < 2; i++) {
+		snprintf(trace[i], sizeof(trace[i]),
+			 "/tmp/intrfs-test-trace.%d.%d.json", (int)getpid(), i);
+		unlink(trace[i]);
+	}
+	snprintf(opts, sizeof(opts), "hard,killable,actimeo=60,trace=%s",
+		 trace[0]);
+	mnt_start(&m, &s, opts);
 	buf = calloc(1, 1 << 20);
 	ASSERT_NOT_NULL(buf);
 	write_file(lpath(&m, "f"), buf, 1 << 20);
@@ -137,6 +144,31 @@ TEST_IMPL(ctl_tasks_stats_policy)
 	/* Per procedure, as mountstats: the READ counted and timed. */
 	ASSERT_CONTAINS(out, "\"procedures\":{");
 	ASSERT_CONTAINS(out, "\"READ\":{\"ops\":");
+
+	/* The trace from the mount on: the read's region and interrupt. */
+	ASSERT_GT(read_file(trace[0], &got), 0);
+	ASSERT_CONTAINS(got, "\"ev\":\"region_begin\",\"task\":");
+	ASSERT_CONTAINS(got, "\"reason\":\"fuse request\"");
+	ASSERT_CONTAINS(got, "\"ev\":\"interrupt_raised\"");
+	ASSERT_CONTAINS(got, "\"ev\":\"interrupt_deferred\"");
+	ASSERT_CONTAINS(got, "\"ev\":\"reply\",\"prog\":100003");
+	ASSERT_CONTAINS(got, "\"proc\":\"READ\"");
+	free(got);
+	/* Switched to another file live, then off. */
+	ASSERT_EQ(ctl(0, out, sizeof(out),
+		      (const char *const[]){ m.dir, "trace", "on", trace[1],
+					     NULL }),
+		  0);
+	ASSERT_CONTAINS(out, "{\"trace\":\"/tmp/intrfs-test-trace.");
+	ASSERT_EQ(access(mpath(&m, "nothing-here"), F_OK), -1);
+	ASSERT_EQ(ctl(0, out, sizeof(out),
+		      (const char *const[]){ m.dir, "trace", "off", NULL }),
+		  0);
+	ASSERT_GT(read_file(trace[1], &got), 0);
+	ASSERT_CONTAINS(got, "\"proc\":\"LOOKUP\"");
+	free(got);
+	unlink(trace[0]);
+	unlink(trace[1]);
 
 	/* Later requests run under the policy set now. */
 	ASSERT_EQ(

@@ -1,0 +1,162 @@
+/*
+ * The event trace (-o trace=FILE, intrfsctl trace on FILE|off): one JSON
+ * object a line for every region begin and end, interrupt raised, deferred
+ * and delivered (the region API's event hook), and every retransmission,
+ * major timeout, connection reset and reply (netclient's), each with the
+ * time since the trace started and the task or call it concerns.
+ *
+ * The hooks run on the thread of the event, some with a transport's lock
+ * held, so they must not wait on anything of ours: each line is formatted
+ * on the stack and written with one write() to a descriptor opened
+ * O_APPEND, which keeps lines whole.  That descriptor (slot) stays open
+ * for the daemon's life: switching the trace off points it at /dev/null
+ * with dup2(), so a hook that is writing as it happens never writes to a
+ * descriptor that was closed and reused.
+ */
+#include "fusefs_i.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+static int slot = -1; /* set once, before the hooks */
+static _Atomic bool on;
+static _Atomic uint64_t t0;
+
+static uint64_t since(void)
+{
+	return region_now_ns() -
+	       atomic_load_explicit(&t0, memory_order_relaxed);
+}
+
+static void emit(const char *line, int len)
+{
+	if (len > 0)
+		(void)!write(slot, line, (size_t)len);
+}
+
+static const char *intr_name(enum task_intr k)
+{
+	return k == TASK_INTR_FATAL ? "fatal" : "normal";
+}
+
+static void on_region(const struct region_event *ev, void *arg)
+{
+	static const char *const names[] = {
+		[REGION_EV_BEGIN] = "region_begin",
+		[REGION_EV_END] = "region_end",
+		[REGION_EV_INTR_RAISED] = "interrupt_raised",
+		[REGION_EV_INTR_DEFERRED] = "interrupt_deferred",
+		[REGION_EV_INTR_DELIVERED] = "interrupt_delivered",
+	};
+	char line[512];
+	int n;
+
+	(void)arg;
+	/* relaxed: a line more or less around a switch does not matter. */
+	if (!atomic_load_explicit(&on, memory_order_relaxed))
+		return;
+	if (ev->type == REGION_EV_BEGIN || ev->type == REGION_EV_END)
+		n = snprintf(
+			line, sizeof(line),
+			"{\"t_ns\":%" PRIu64 ",\"ev\":\"%s\",\"task\":%" PRIu64
+			",\"kind\":\"%s\",\"reason\":\"%s\","
+			"\"site\":\"%s:%d\",\"depth\":%u}\n",
+			since(), names[ev->type], ev->task_id,
+			ev->site->kind == REGION_KILLABLE ? "killable" :
+							    "uninterruptible",
+			ev->site->reason, ev->site->file, ev->site->line,
+			ev->depth);
+	else
+		n = snprintf(line, sizeof(line),
+			     "{\"t_ns\":%" PRIu64
+			     ",\"ev\":\"%s\",\"task\":%" PRIu64
+			     ",\"intr\":\"%s\",\"deferral_ns\":%" PRIu64 "}\n",
+			     since(), names[ev->type], ev->task_id,
+			     intr_name(ev->intr), ev->deferral_ns);
+	if (n >= (int)sizeof(line))
+		n = (int)sizeof(line) - 1;
+	emit(line, n);
+}
+
+static void on_net(const struct nc_event *ev, void *arg)
+{
+	static const char *const names[] = {
+		[NC_EV_RETRANSMIT] = "retransmit",
+		[NC_EV_MAJOR_TIMEOUT] = "major_timeout",
+		[NC_EV_RESET] = "reset",
+		[NC_EV_REPLY] = "reply",
+	};
+	char line[256];
+	int n;
+
+	(void)arg;
+	if (!atomic_load_explicit(&on, memory_order_relaxed))
+		return;
+	n = snprintf(line, sizeof(line),
+		     "{\"t_ns\":%" PRIu64 ",\"ev\":\"%s\",\"prog\":%" PRIu32,
+		     since(), names[ev->type], ev->prog);
+	if (ev->xid)
+		n += snprintf(line + n, sizeof(line) - (size_t)n,
+			      ",\"xid\":%" PRIu32 ",\"proc\":\"%s\"", ev->xid,
+			      ev->prog == 100003 ? nc_proc_name(ev->proc) :
+						   "?");
+	if (ev->type == NC_EV_RESET)
+		n += snprintf(line + n, sizeof(line) - (size_t)n,
+			      ",\"by\":\"%s\",\"record_cut\":%s",
+			      ev->by_client ? "client" : "server",
+			      ev->partial ? "true" : "false");
+	if (ev->type == NC_EV_REPLY)
+		n += snprintf(line + n, sizeof(line) - (size_t)n,
+			      ",\"rtt_ns\":%" PRIu64, ev->rtt_ns);
+	n += snprintf(line + n, sizeof(line) - (size_t)n, "}\n");
+	if (n >= (int)sizeof(line))
+		n = (int)sizeof(line) - 1;
+	emit(line, n);
+}
+
+int trace_init(void)
+{
+	slot = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	if (slot < 0)
+		return -errno;
+	region_set_event_hook(on_region, NULL);
+	nc_set_event_hook(on_net, NULL);
+	return 0;
+}
+
+int trace_on(const char *path)
+{
+	int fd;
+
+	if (slot < 0)
+		return -ENODEV;
+	fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	if (dup3(fd, slot, O_CLOEXEC) < 0) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	close(fd);
+	atomic_store_explicit(&t0, region_now_ns(), memory_order_relaxed);
+	atomic_store_explicit(&on, true, memory_order_relaxed);
+	return 0;
+}
+
+void trace_off(void)
+{
+	int null;
+
+	atomic_store_explicit(&on, false, memory_order_relaxed);
+	null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	if (null >= 0) {
+		dup3(null, slot, O_CLOEXEC);
+		close(null);
+	}
+}
