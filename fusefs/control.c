@@ -12,6 +12,7 @@
  *           (interrupts raised, delivered, deferred, deferral times)
  *   policy P  the policy of requests from now on (those in flight keep
  *           theirs)
+ *   mode M  killable, intr or nointr for requests from now on
  *   watchdog N  the hung-task watchdog's threshold, seconds (0: off)
  *   trace on FILE | trace off  the event trace (trace.c)
  *
@@ -34,6 +35,12 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
+
+static const char *const mode_names[] = {
+	[NC_KILLABLE] = "killable",
+	[NC_INTR] = "intr",
+	[NC_NOINTR] = "nointr",
+};
 
 /* A reply being written: a memstream. */
 struct out {
@@ -132,9 +139,11 @@ static void tasks_json(struct intrfs *fs, FILE *f)
 
 	fprintf(f, "{\"mountpoint\":");
 	jstr(f, fs->mountpoint);
-	fprintf(f, ",\"policy\":\"%s\",\"tasks\":[",
+	fprintf(f, ",\"policy\":\"%s\",\"mode\":\"%s\",\"tasks\":[",
 		region_policy_name((enum region_policy)atomic_load_explicit(
-			&fs->req_policy, memory_order_relaxed)));
+			&fs->req_policy, memory_order_relaxed)),
+		mode_names[atomic_load_explicit(&fs->req_mode,
+						memory_order_relaxed)]);
 	for (size_t i = 0; i < n; i++) {
 		const struct task_info *ti = &v[i].ti;
 		char comm[64];
@@ -404,6 +413,33 @@ static int policy_set(struct intrfs *fs, const char *name, FILE *f, bool table)
 	return 0;
 }
 
+/* The mount's intr/killable/nointr mode for requests from now on. */
+static int mode_set(struct intrfs *fs, const char *name, FILE *f, bool table)
+{
+	unsigned m, was;
+
+	for (m = 0; m < sizeof(mode_names) / sizeof(mode_names[0]); m++)
+		if (name && mode_names[m] && strcmp(name, mode_names[m]) == 0)
+			break;
+	if (m == sizeof(mode_names) / sizeof(mode_names[0])) {
+		fprintf(f, "the mode is killable, intr or nointr, not '%s'\n",
+			name ? name : "");
+		return -EINVAL;
+	}
+	/* relaxed: see req_policy. */
+	was = atomic_exchange_explicit(&fs->req_mode, m, memory_order_relaxed);
+	nc_client_set_intr_mode(fs->nc, (enum nc_intr_mode)m);
+	fprintf(stderr, "intrfs: mode %s from now on (was %s), by intrfsctl\n",
+		mode_names[m], mode_names[was]);
+	if (table)
+		fprintf(f, "mode %s from now on (was %s)\n", mode_names[m],
+			mode_names[was]);
+	else
+		fprintf(f, "{\"mode\":\"%s\",\"was\":\"%s\"}\n", mode_names[m],
+			mode_names[was]);
+	return 0;
+}
+
 /* trace on FILE | trace off. */
 static int trace_set(const char *what, const char *path, FILE *f, bool table)
 {
@@ -474,9 +510,11 @@ static int run_line(struct intrfs *fs, char *line, FILE *f)
 		return watchdog_set(arg, f, table);
 	if (strcmp(cmd, "trace") == 0)
 		return trace_set(arg, arg2, f, table);
+	if (strcmp(cmd, "mode") == 0)
+		return mode_set(fs, arg, f, table);
 	fprintf(f,
-		"unknown command '%s' (tasks, stats, policy P, watchdog N, "
-		"trace on FILE|off)\n",
+		"unknown command '%s' (tasks, stats, policy P, mode M, "
+		"watchdog N, trace on FILE|off)\n",
 		cmd);
 	return -EINVAL;
 }

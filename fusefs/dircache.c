@@ -121,7 +121,7 @@ static int dir_load(struct job *j, struct dirhandle *d, bool plus)
 	int rc = 0;
 
 	dir_clear(d);
-	FS_REGION_BEGIN(j->fs, "readdir: READDIRPLUS calls");
+	FS_REGION_BEGIN(j, "readdir: READDIRPLUS calls");
 	while (!eof && rc == 0) {
 		size_t before = d->n;
 
@@ -132,7 +132,7 @@ static int dir_load(struct job *j, struct dirhandle *d, bool plus)
 		if (rc == 0 && d->n > before)
 			cookie = d->ents[d->n - 1].cookie;
 	}
-	FS_REGION_END(j->fs);
+	FS_REGION_END(j);
 	d->loaded = rc == 0;
 	return rc;
 }

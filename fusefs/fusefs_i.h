@@ -260,6 +260,8 @@ struct intrfs {
 	 * changes may get either.
 	 */
 	_Atomic unsigned req_policy;
+	/* The same for the mount's mode (enum nc_intr_mode). */
+	_Atomic unsigned req_mode;
 };
 
 struct job;
@@ -279,6 +281,7 @@ struct job {
 	job_reply_fn reply; /* after the region, when run returned 0 */
 	struct nc_cred cred;
 	pid_t tid; /* the caller's thread */
+	enum nc_intr_mode intr_mode; /* the mount's, when the request came */
 	uint64_t start_ns;
 	bool forced; /* no INTERRUPT comes for it (flush) */
 	/* TASK_INTR_* raised so far; atomic, see interrupt.c. */
@@ -344,11 +347,12 @@ struct job {
 
 /*
  * The mount mode's region around work on one request: killable (the
- * default), uninterruptible (nointr) or none (intr).  A macro, so that each
- * use is its own call site with its own reason.
+ * default), uninterruptible (nointr) or none (intr), as the mode was when
+ * the request came (j->intr_mode).  A macro, so that each use is its own call
+ * site with its own reason.
  */
-#define FS_REGION_BEGIN(fs, why) NC_MODE_REGION_BEGIN((fs)->nco.intr_mode, why)
-#define FS_REGION_END(fs) NC_MODE_REGION_END((fs)->nco.intr_mode)
+#define FS_REGION_BEGIN(j, why) NC_MODE_REGION_BEGIN((j)->intr_mode, why)
+#define FS_REGION_END(j) NC_MODE_REGION_END((j)->intr_mode)
 
 /*
  * Answers req with rc, 0 or -errno: the one place the sign flips, as

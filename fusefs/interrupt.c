@@ -217,7 +217,7 @@ static void handle_interrupt(struct job *j)
 	 * hold it back (the record send is killable): then only a fatal
 	 * signal ends the wait, and the watcher must look for one.
 	 */
-	if (j->fs->nco.intr_mode == NC_INTR) {
+	if (j->intr_mode == NC_INTR) {
 		answer_eintr(j, TASK_INTR_NORMAL);
 		task_interrupt(j->task, TASK_INTR_NORMAL);
 		/* relaxed: a hint; job_take_answer() decides. */
@@ -255,7 +255,7 @@ static void on_interrupt(fuse_req_t req, void *data)
 static void answer_dying(struct job *j)
 {
 	raised(j, TASK_INTR_FATAL);
-	if (j->fs->nco.intr_mode == NC_NOINTR || !job_take_answer(j))
+	if (j->intr_mode == NC_NOINTR || !job_take_answer(j))
 		return;
 	fs_count(&j->fs->stats.fatal_interrupts);
 	fs_count(&j->fs->stats.eintr_replies);

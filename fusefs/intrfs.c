@@ -377,6 +377,7 @@ static int run(struct intrfs *fs, const struct cmdline *cl,
 	unsure_init(fs);
 	fs->ctl.fd = -1;
 	atomic_init(&fs->req_policy, (unsigned)fs->nco.policy);
+	atomic_init(&fs->req_mode, (unsigned)fs->nco.intr_mode);
 	fs->se = fuse_session_new(&args, &intrfs_ops, sizeof(intrfs_ops), fs);
 	if (!fs->se) {
 		fprintf(stderr, PROG ": bad FUSE options '%s'\n", fuse_opts);

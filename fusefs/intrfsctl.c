@@ -50,6 +50,8 @@ static void usage(FILE *f)
 		"               times)\n"
 		"  policy P     requests from now on run under policy P (percall,\n"
 		"               region or sigmask); those in flight keep theirs\n"
+		"  mode M       requests from now on wait as killable, intr or\n"
+		"               nointr mounts do\n"
 		"  watchdog N   the hung-task watchdog reports a request blocked\n"
 		"               uninterruptibly for N seconds (0: no reports)\n"
 		"  trace on FILE, trace off\n"
@@ -149,12 +151,17 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (strcmp(cmd, "tasks") && strcmp(cmd, "stats") &&
-	    strcmp(cmd, "policy") && strcmp(cmd, "watchdog") &&
-	    strcmp(cmd, "trace")) {
+	    strcmp(cmd, "policy") && strcmp(cmd, "mode") &&
+	    strcmp(cmd, "watchdog") && strcmp(cmd, "trace")) {
 		fprintf(stderr,
 			PROG ": unknown command '%s' (tasks, stats, policy P, "
-			     "watchdog N, trace on FILE|off; see --help)\n",
+			     "mode M, watchdog N, trace on FILE|off; see "
+			     "--help)\n",
 			cmd);
+		return 2;
+	}
+	if (strcmp(cmd, "mode") == 0 && !arg) {
+		fprintf(stderr, PROG ": mode needs killable, intr or nointr\n");
 		return 2;
 	}
 	if (strcmp(cmd, "trace") == 0) {

@@ -325,13 +325,13 @@ static int run_setattr(struct job *j)
 		if (rc)
 			return rc == -EACCES ? -EPERM : rc;
 		sa.set &= ~(unsigned)NC_SET_MODE;
-		FS_REGION_BEGIN(j->fs, "setattr: then clear setuid/setgid");
+		FS_REGION_BEGIN(j, "setattr: then clear setuid/setgid");
 		rc = sa.set & NC_SET_SIZE ? wb_truncate(j, n, &sa, &a) :
 		     sa.set ? nc_setattr(j->fs->nc, &j->cred, &n->fh, &sa, &a) :
 			      0;
 		if (rc == 0)
 			rc = killpriv_set_mode(j, n, mode, &a);
-		FS_REGION_END(j->fs);
+		FS_REGION_END(j);
 	} else if (sa.set & NC_SET_SIZE) {
 		/*
 		 * truncate() by path needs write permission, which the
@@ -498,10 +498,10 @@ static int run_create(struct job *j)
 		sa.set |= NC_SET_SIZE;
 		sa.size = 0;
 	}
-	FS_REGION_BEGIN(j->fs, "create: CREATE, SETATTR");
+	FS_REGION_BEGIN(j, "create: CREATE, SETATTR");
 	rc = nc_create(j->fs->nc, &j->cred, fh_of(j, j->ino), j->name, how, &sa,
 		       &e);
-	FS_REGION_END(j->fs);
+	FS_REGION_END(j);
 	if (rc)
 		return rc;
 	rc = node_entry(j->fs, node_of(j->fs, j->ino), j->name, &e, &j->entry);
@@ -585,7 +585,7 @@ static int run_rename(struct job *j)
 
 	if (j->flags & ~RENAME_NOREPLACE)
 		return -EINVAL; /* RENAME_EXCHANGE has no NFSv3 call */
-	FS_REGION_BEGIN(j->fs, "rename: LOOKUP, RENAME");
+	FS_REGION_BEGIN(j, "rename: LOOKUP, RENAME");
 	if (j->flags & RENAME_NOREPLACE) {
 		rc = nc_lookup(j->fs->nc, &j->cred, fh_of(j, j->ino2), j->name2,
 			       &e);
@@ -598,7 +598,7 @@ static int run_rename(struct job *j)
 	if (rc == 0)
 		rc = nc_rename(j->fs->nc, &j->cred, fh_of(j, j->ino), j->name,
 			       fh_of(j, j->ino2), j->name2);
-	FS_REGION_END(j->fs);
+	FS_REGION_END(j);
 	return rc;
 }
 
@@ -622,13 +622,13 @@ static int run_link(struct job *j)
 	struct nc_entry e;
 	int rc;
 
-	FS_REGION_BEGIN(j->fs, "link: LINK, LOOKUP");
+	FS_REGION_BEGIN(j, "link: LINK, LOOKUP");
 	rc = nc_link(j->fs->nc, &j->cred, fh_of(j, j->ino), fh_of(j, j->ino2),
 		     j->name);
 	if (rc == 0)
 		rc = nc_lookup(j->fs->nc, &j->cred, fh_of(j, j->ino2), j->name,
 			       &e);
-	FS_REGION_END(j->fs);
+	FS_REGION_END(j);
 	return rc ? rc : job_entry(j, node_of(j->fs, j->ino2), j->name, &e);
 }
 
@@ -670,7 +670,7 @@ static int run_open(struct job *j)
 		struct nc_attr a;
 		struct stat st;
 
-		FS_REGION_BEGIN(j->fs, "open: truncate (O_TRUNC)");
+		FS_REGION_BEGIN(j, "open: truncate (O_TRUNC)");
 		rc = wb_truncate(j, n, &sa, &a);
 		/*
 		 * A truncate by another than the owner clears setuid and
@@ -678,7 +678,7 @@ static int run_open(struct job *j)
 		 */
 		if (rc == 0)
 			rc = killpriv_after_truncate(j, n, &a);
-		FS_REGION_END(j->fs);
+		FS_REGION_END(j);
 		if (rc)
 			return rc;
 		node_stat(j->fs, n, &a, &st);

@@ -230,7 +230,7 @@ int silly_unlink(struct job *j, struct node *dir, const char *name)
 	/* Relaxed: a hint; a file opened meanwhile races as on Linux. */
 	if (!atomic_load_explicit(&fs->open_files, memory_order_relaxed))
 		return nc_remove(fs->nc, &j->cred, &dir->fh, name);
-	FS_REGION_BEGIN(fs, "unlink: LOOKUP, then REMOVE or silly RENAME");
+	FS_REGION_BEGIN(j, "unlink: LOOKUP, then REMOVE or silly RENAME");
 	rc = nc_lookup(fs->nc, &j->cred, &dir->fh, name, &e);
 	if (rc == 0 && e.has_fh)
 		n = node_find_pin(fs, &e.fh);
@@ -250,7 +250,7 @@ int silly_unlink(struct job *j, struct node *dir, const char *name)
 		rc = silly_move(j, dir, name, n);
 	else if (rc == 0)
 		rc = nc_remove(fs->nc, &j->cred, &dir->fh, name);
-	FS_REGION_END(fs);
+	FS_REGION_END(j);
 	if (n)
 		node_unpin(fs, n);
 	return rc;

@@ -53,6 +53,9 @@ struct job *job_new(struct intrfs *fs, fuse_req_t req, const char *op,
 	j->run = run;
 	j->reply = reply;
 	j->tid = ctx->pid;
+	/* relaxed: see req_policy. */
+	j->intr_mode = (enum nc_intr_mode)atomic_load_explicit(
+		&fs->req_mode, memory_order_relaxed);
 	j->cred.uid = ctx->uid;
 	j->cred.gid = ctx->gid;
 	/* Each caller acts as itself on the server, groups included. */
@@ -176,9 +179,9 @@ static void job_run(struct job *j)
 	int rc;
 
 	task_enter(j->task);
-	FS_REGION_BEGIN(fs, "fuse request");
+	FS_REGION_BEGIN(j, "fuse request");
 	rc = j->run(j);
-	FS_REGION_END(fs);
+	FS_REGION_END(j);
 	task_leave(j->task);
 	if (j->detached) {
 		/* Answered early: with success, or EINTR by the interrupt path. */

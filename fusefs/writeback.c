@@ -306,11 +306,11 @@ static int commit_dirty(struct job *j, struct node *n)
 		return 0;
 	}
 
-	FS_REGION_BEGIN(j->fs, "commit: COMMIT, resend if the server lost it");
+	FS_REGION_BEGIN(j, "commit: COMMIT, resend if the server lost it");
 	rc = nc_commit(j->fs->nc, &j->cred, &n->fh, 0, 0, verf);
 	if (rc == 0)
 		rc = resend_lost(j, n, batch, verf);
-	FS_REGION_END(j->fs);
+	FS_REGION_END(j);
 
 	task_mutex_lock_nofail(&w->lock);
 	if (rc == 0) {
@@ -394,11 +394,11 @@ int wb_write(struct job *j, struct node *n)
 	publish_sync_state(w);
 	task_mutex_unlock(&w->lock);
 
-	FS_REGION_BEGIN(j->fs, "write: WRITE calls of one request");
+	FS_REGION_BEGIN(j, "write: WRITE calls of one request");
 	rc = nc_pwrite_notify(j->fs->nc, &j->cred, &n->fh, e->off, e->len,
 			      e->data, NC_UNSTABLE, &res,
 			      behind ? &sent : NULL);
-	FS_REGION_END(j->fs);
+	FS_REGION_END(j);
 
 	task_mutex_lock_nofail(&w->lock);
 	sending_remove(w, e);

@@ -755,6 +755,12 @@ const char *nc_client_server(const nc_client_t *c)
 	return c->server;
 }
 
+void nc_client_set_intr_mode(nc_client_t *c, enum nc_intr_mode m)
+{
+	if (c->nfs)
+		nc__xprt_set_wait_mode(c->nfs, nc__wait_mode(m));
+}
+
 void nc_client_proc_stats(const nc_client_t *c, struct nc_proc_stats *st)
 {
 	for (unsigned i = 0; i < NC_NPROCS; i++) {

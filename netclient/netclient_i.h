@@ -129,6 +129,8 @@ struct nc__xprt_cfg {
  */
 int nc__xprt_create(const struct nc__xprt_cfg *cfg, struct nc__xprt **out);
 void nc__xprt_destroy(struct nc__xprt *x);
+/* The mode of the waits that start from now on (a live mode switch). */
+void nc__xprt_set_wait_mode(struct nc__xprt *x, enum task_mode mode);
 
 /* One call, start to finish, in the calling task.  Returns r->rc. */
 NC_MUST_CHECK int nc__xprt_call(struct nc__xprt *x, struct nc__rpc *r);

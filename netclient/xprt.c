@@ -283,6 +283,19 @@ static void back_off(struct nc__xprt *x)
  * socket, with an RST, which also spares the source port a TIME_WAIT so
  * that the next connection can reuse it.
  */
+static enum task_mode wait_mode_of(const struct nc__xprt *x)
+{
+	/* relaxed: a mode switched live reaches waits that start later. */
+	return (enum task_mode)atomic_load_explicit(&x->wait_mode,
+						    memory_order_relaxed);
+}
+
+void nc__xprt_set_wait_mode(struct nc__xprt *x, enum task_mode mode)
+{
+	atomic_store_explicit(&x->wait_mode, (unsigned)mode,
+			      memory_order_relaxed);
+}
+
 /* The event hook (netclient.h); the argument is set before the function. */
 static _Atomic(void (*)(const struct nc_event *, void *)) event_fn;
 static void *_Atomic event_arg;
@@ -411,7 +424,7 @@ static int try_connect(struct nc__xprt *x, uint16_t port, int keepidle,
 			rc = -errno;
 			goto out_close;
 		}
-		rc = task_wait_fd(fd, POLLOUT, x->wait_mode,
+		rc = task_wait_fd(fd, POLLOUT, wait_mode_of(x),
 				  deadline ? until(deadline) : TASK_FOREVER,
 				  NULL);
 		if (rc)
@@ -451,7 +464,7 @@ static int xprt_connect_locked(struct nc__xprt *x, uint64_t deadline,
 		if (x->conn == NC__CONN_DOWN && x->closing_fd < 0)
 			break;
 		/* Another task is connecting, or the old socket is closing. */
-		rc = task_cond_wait(&x->conn_cond, &x->lock, x->wait_mode,
+		rc = task_cond_wait(&x->conn_cond, &x->lock, wait_mode_of(x),
 				    deadline ? until(deadline) : TASK_FOREVER);
 		if (rc)
 			return rc;
@@ -910,6 +923,8 @@ int nc__xprt_batch_notify(struct nc__xprt *x, struct nc__rpc *rpcs, unsigned n,
 			  const struct nc_sent_notify *sent)
 {
 	struct nc__waiter waiter = { 0 };
+	/* The mode as the batch starts, for all its waits. */
+	enum task_mode wait_mode = wait_mode_of(x);
 	struct nc__call *calls;
 	bool held = false;
 	int first = 0, rc;
@@ -1002,7 +1017,7 @@ int nc__xprt_batch_notify(struct nc__xprt *x, struct nc__rpc *rpcs, unsigned n,
 			x->slot_waiters = &waiter;
 			waiter.on_slot_list = true;
 		}
-		rc = task_cond_wait(&waiter.cond, &x->lock, x->wait_mode,
+		rc = task_cond_wait(&waiter.cond, &x->lock, wait_mode,
 				    until(wake));
 		if (rc == -EINTR)
 			break;
@@ -1078,7 +1093,7 @@ int nc__xprt_create(const struct nc__xprt_cfg *cfg, struct nc__xprt **out)
 	x->prog = cfg->prog;
 	x->vers = cfg->vers;
 	x->timeout = cfg->timeout;
-	x->wait_mode = cfg->wait_mode;
+	atomic_init(&x->wait_mode, (unsigned)cfg->wait_mode);
 	x->send_mode = cfg->send_mode;
 	x->slots = cfg->slots;
 	x->stats = cfg->stats;

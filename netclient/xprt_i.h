@@ -9,7 +9,8 @@
  * the timeouts, the XID table and every call's state; it is held only for
  * short sections (never across a socket wait), so it is taken without an
  * interruptible wait.  What is set at creation and never changes (server,
- * addr, prog, vers, wait_mode, slots, stats, rx_efd) is read without it.
+ * addr, prog, vers, slots, stats, rx_efd) is read without it, and so is
+ * wait_mode, an atomic a live mode switch sets.
  * The socket fd is closed only by the receiver thread, so that it never
  * reads a descriptor that has been reused, and only with send_lock held, so
  * that no sender writes to one: a sender checks, with send_lock held, that
@@ -75,7 +76,8 @@ struct nc__xprt {
 	char server[256];
 	struct sockaddr_in addr;
 	uint32_t prog, vers;
-	enum task_mode wait_mode; /* of every wait but the send primitive */
+	/* Of every wait but the send's; set live by nc_client_set_intr_mode. */
+	_Atomic unsigned wait_mode;
 	enum task_mode send_mode; /* of the send primitive's (send=) */
 	unsigned slots;
 	struct nc__xstats *stats;

@@ -303,6 +303,11 @@ unsigned nc_client_wsize(const nc_client_t *c);
 const struct nc_opts *nc_client_opts(const nc_client_t *c);
 const char *nc_client_server(const nc_client_t *c);
 void nc_client_stats(const nc_client_t *c, struct nc_stats *st);
+/*
+ * The mount's intr/killable/nointr mode for the NFS calls' waits that
+ * start from now on (a live switch, for demonstrations).
+ */
+void nc_client_set_intr_mode(nc_client_t *c, enum nc_intr_mode m);
 /* The per-procedure counters of the NFS connection, st[NC_NPROCS]. */
 void nc_client_proc_stats(const nc_client_t *c, struct nc_proc_stats *st);
 

@@ -105,7 +105,9 @@ TEST_IMPL(ctl_tasks_stats_policy)
 	ASSERT_EQ(ctl(0, out, sizeof(out),
 		      (const char *const[]){ m.dir, "tasks", NULL }),
 		  0);
-	ASSERT_CONTAINS(out, "\"policy\":\"region\",\"tasks\":[]");
+	ASSERT_CONTAINS(
+		out,
+		"\"policy\":\"region\",\"mode\":\"killable\",\"tasks\":[]");
 
 	/* A read the stalled server holds: its caller, wait and region. */
 	probe_start(&p, PROBE_READ, mpath(&m, "f"), 65536, true, 0);
@@ -254,6 +256,70 @@ TEST_IMPL(ctl_watchdog_and_usr1)
 	ASSERT_CONTAINS(log, "uninterruptible region \"fuse request\"");
 	srv_resume(&s);
 	ASSERT(probe_wait(&p, 20000, NULL, &status));
+	mnt_stop(&m);
+	return 0;
+}
+
+/* A stalled read gets SIGINT (a handler): returns whether EINTR came. */
+static bool read_interrupted(const struct mnt *m, const struct test_server *s)
+{
+	struct probe p;
+	struct probe_result r;
+	uint64_t unread;
+	int status;
+	bool early;
+
+	probe_start(&p, PROBE_READ, mpath(m, "f"), 65536, true, 0);
+	probe_wait_ready(&p);
+	srv_stall(s);
+	unread = srv_unread(s);
+	probe_go(&p);
+	probe_wait_blocked(&p);
+	srv_wait_call(s, unread);
+	ASSERT_EQ(kill(p.pid, SIGINT), 0);
+	early = probe_wait(&p, 1000, &r, &status);
+	srv_resume(s);
+	if (!early)
+		ASSERT(probe_wait(&p, 20000, &r, &status));
+	ASSERT_EQ(r.sigs, 1);
+	if (early) {
+		ASSERT_EQ(r.ret, -1);
+		ASSERT_EQ(r.err, EINTR);
+	} else {
+		ASSERT_EQ(r.ret, 65536);
+	}
+	return early;
+}
+
+/* The mount's mode switched live: intr lets SIGINT through, killable not. */
+TEST_IMPL(ctl_mode_switch)
+{
+	static char out[4096];
+	struct test_server s;
+	struct mnt m;
+	char *buf;
+
+	srv_get(&s);
+	mnt_start(&m, &s, "hard,killable");
+	buf = calloc(1, 65536);
+	ASSERT_NOT_NULL(buf);
+	write_file(lpath(&m, "f"), buf, 65536);
+	free(buf);
+	ASSERT(!read_interrupted(&m, &s));
+	ASSERT_EQ(ctl(0, out, sizeof(out),
+		      (const char *const[]){ m.dir, "mode", "intr", NULL }),
+		  0);
+	ASSERT_CONTAINS(out, "{\"mode\":\"intr\",\"was\":\"killable\"}");
+	ASSERT(read_interrupted(&m, &s));
+	ASSERT_EQ(ctl(0, out, sizeof(out),
+		      (const char *const[]){ m.dir, "mode", "killable", NULL }),
+		  0);
+	ASSERT(!read_interrupted(&m, &s));
+	ASSERT_EQ(ctl(0, out, sizeof(out),
+		      (const char *const[]){ m.dir, "mode", "soft", NULL }),
+		  1);
+	ASSERT_CONTAINS(out,
+			"the mode is killable, intr or nointr, not 'soft'");
 	mnt_stop(&m);
 	return 0;
 }
