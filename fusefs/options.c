@@ -159,9 +159,10 @@ static const struct opt_def opt_defs[] = {
 	NETCLIENT("nointr", "nothing ends the call; the watchdog reports it"),
 	NETCLIENT("policy=region|percall|sigmask",
 		  "how regions are enforced (region)"),
-	NETCLIENT("send=interruptible|killable|uninterruptible",
-		  "the socket send's own wait mode (interruptible,\n"
-		  "as the kernel's sendmsg()): the per-call fix"),
+	NETCLIENT("send=MODE",
+		  "the send's own waits: interruptible (default, as\n"
+		  "the kernel's sendmsg()), killable or uninterruptible,\n"
+		  "the per-call fix proposed instead of regions"),
 	COUNT("hung_timeout", hung_timeout, 0, SECONDS_MAX, 120, "hung_timeout=N",
 	      "seconds before the watchdog reports a task blocked\n"
 	      "uninterruptibly (%u; 0: off)"),
@@ -573,8 +574,9 @@ void fs_usage(FILE *f)
 	put_passed_on(f);
 	fprintf(f,
 		"\n"
-		"kill -USR1 on the daemon logs every task: its wait, its "
-		"pending interrupts\nand its region stack.\n"
+		"intrfsctl MOUNTPOINT tasks|stats|policy|mode|watchdog|trace "
+		"looks inside a live\nmount; kill -USR1 on the daemon logs "
+		"its tasks and stats tables.\n"
 		"\n"
 		"Logs: with -f or -d, stderr.  Otherwise logfile=PATH; else "
 		"syslog (daemon\nfacility) when /dev/log takes messages; else "
