@@ -18,7 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/un.h>
@@ -61,72 +60,27 @@ unsigned nf_parse_kinds(const char *list, char *bad, size_t len)
 	return kinds;
 }
 
-/* Whether the file holds what at least times times. */
-static bool file_has(const char *path, const char *what, unsigned times)
-{
-	char buf[8192];
-	int fd = open(path, O_RDONLY);
-	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
-	const char *p = buf;
-
-	if (fd >= 0)
-		close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = '\0';
-	while (times && (p = strstr(p, what))) {
-		times--;
-		p++;
-	}
-	return times == 0;
-}
-
 int nf_start(struct nf *nf, const struct xopts *o, volatile sig_atomic_t *stop)
 {
-	char l1[300], l2[300], seed[32];
-	uint64_t end = xnow_ns() + NF_START_DEADLINE_MS * 1000000ull;
-	int st;
+	char seed[32], err[1200];
 
-	nf->nfs_port = proc_free_port();
-	nf->mount_port = proc_free_port();
-	if (!nf->nfs_port || !nf->mount_port || nf->nfs_port == nf->mount_port)
-		return -EAGAIN;
+	(void)stop; /* the start is bounded: NF_START_DEADLINE_MS */
 	if (strlen(nf->sock) >= sizeof(((struct sockaddr_un *)0)->sun_path))
 		return -ENAMETOOLONG;
-	snprintf(l1, sizeof(l1), "%u=%s:%u", nf->nfs_port, o->server,
-		 o->nfs_port);
-	snprintf(l2, sizeof(l2), "%u=%s:%u", nf->mount_port, o->server,
-		 o->mount_port);
 	snprintf(seed, sizeof(seed), "%" PRIu64, o->seed);
-	fflush(NULL);
-	nf->pid = fork();
-	if (nf->pid < 0)
-		return -errno;
-	if (nf->pid == 0) {
-		int fd = open(nf->err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-
-		prctl(PR_SET_PDEATHSIG, SIGTERM);
-		dup2(fd, 1);
-		dup2(fd, 2);
-		execl(o->netfault, "netfault", "--listen", l1, "--listen", l2,
-		      "--control", nf->sock, "--log", nf->log, "--seed", seed,
-		      (char *)NULL);
-		perror("exec netfault");
-		_exit(127);
+	nf->pid = proc_netfault_start(
+		o->netfault, o->server, o->nfs_port, o->mount_port,
+		(const char *const[]){ "--control", nf->sock, "--log", nf->log,
+				       "--seed", seed, NULL },
+		nf->err, NF_START_DEADLINE_MS, &nf->nfs_port, &nf->mount_port,
+		err, sizeof(err));
+	if (nf->pid < 0) {
+		nf->pid = 0;
+		/* A port taken since proc_free_port(), most likely: again. */
+		fprintf(stderr, "intrfs-exercise: %s\n", err);
+		return -EAGAIN;
 	}
 	nf->start_ns = xnow_ns();
-	while (!file_has(nf->err, "netfault: listening", 2)) {
-		if (waitpid(nf->pid, &st, WNOHANG) == nf->pid) {
-			nf->pid = 0;
-			/* A port taken since proc_free_port(): try others. */
-			return -EAGAIN;
-		}
-		if (xnow_ns() > end || *stop) {
-			nf_stop(nf);
-			return -ETIMEDOUT;
-		}
-		usleep(5000);
-	}
 	return 0;
 }
 

@@ -12,12 +12,14 @@
 #include <sys/socket.h>
 
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -221,4 +223,83 @@ unsigned proc_free_port(void)
 	if (fd >= 0)
 		close(fd);
 	return port;
+}
+
+/* How many times what occurs in the file at path (a small log). */
+static unsigned count_in(const char *path, const char *what)
+{
+	char buf[16384];
+	unsigned n = 0;
+
+	if (!read_small(path, buf, sizeof(buf)))
+		return 0;
+	for (const char *p = buf; (p = strstr(p, what)); p++)
+		n++;
+	return n;
+}
+
+pid_t proc_netfault_start(const char *bin, const char *host, unsigned nfs_port,
+			  unsigned mount_port, const char *const *more,
+			  const char *errlog, unsigned deadline_ms,
+			  unsigned *nfs_via, unsigned *mount_via, char *err,
+			  size_t len)
+{
+	const char *argv[32] = { "netfault", "--listen" };
+	uint64_t end = region_now_ns() + (uint64_t)deadline_ms * 1000000u;
+	char l1[300], l2[300];
+	size_t n = 2;
+	int status;
+	pid_t pid;
+
+	*nfs_via = proc_free_port();
+	*mount_via = proc_free_port();
+	if (!*nfs_via || !*mount_via || *nfs_via == *mount_via) {
+		snprintf(err, len, "no free loopback port for netfault");
+		return -1;
+	}
+	snprintf(l1, sizeof(l1), "%u=%s:%u", *nfs_via, host, nfs_port);
+	snprintf(l2, sizeof(l2), "%u=%s:%u", *mount_via, host, mount_port);
+	argv[n++] = l1;
+	argv[n++] = "--listen";
+	argv[n++] = l2;
+	for (; more && *more && n < sizeof(argv) / sizeof(argv[0]) - 1; more++)
+		argv[n++] = *more;
+	argv[n] = NULL;
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		snprintf(err, len, "fork: %s", strerror(errno));
+		return -1;
+	}
+	if (pid == 0) {
+		int fd = open(errlog, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+			      0644);
+
+		if (fd >= 0)
+			dup2(fd, 2);
+		setpgid(0, 0);
+		/* Gone with whoever started it, however that ends. */
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		execv(bin, (char *const *)argv);
+		fprintf(stderr, "exec %s: %s\n", bin, strerror(errno));
+		_exit(127);
+	}
+	proc_note_pid(pid);
+	while (count_in(errlog, "netfault: listening") < 2) {
+		if (waitpid(pid, &status, WNOHANG) == pid ||
+		    region_now_ns() > end) {
+			char tail[1024];
+
+			if (!read_small(errlog, tail, sizeof(tail)))
+				tail[0] = '\0';
+			snprintf(err, len, "netfault did not start: %s", tail);
+			if (kill(pid, 0) == 0) {
+				kill(pid, SIGKILL);
+				waitpid(pid, &status, 0);
+			}
+			return -1;
+		}
+		usleep(2000);
+	}
+	return pid;
 }

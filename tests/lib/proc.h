@@ -44,4 +44,19 @@ void proc_note_pid(pid_t pid);
 /* A loopback TCP port nobody listens on now (0 if none was found). */
 unsigned proc_free_port(void);
 
+/*
+ * netfault in front of a server: started (bin) on two free loopback ports
+ * (*nfs_via, *mount_via) forwarding to host's nfs_port and mount_port,
+ * with more arguments (NULL-terminated: --rule, --control, --log...), its
+ * stderr in errlog, in a process group of its own, ended (SIGTERM) when
+ * its parent ends, and noted (proc_note_pid).  Returns its pid once both listeners listen, or -1
+ * with what went wrong (netfault's stderr) in err: no free port, a port
+ * taken meanwhile, or no start within deadline_ms.
+ */
+pid_t proc_netfault_start(const char *bin, const char *host, unsigned nfs_port,
+			  unsigned mount_port, const char *const *more,
+			  const char *errlog, unsigned deadline_ms,
+			  unsigned *nfs_via, unsigned *mount_via, char *err,
+			  size_t len);
+
 #endif

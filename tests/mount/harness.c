@@ -19,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -332,55 +331,21 @@ void net_heal(void)
 void nf_front(struct test_server *via, const struct test_server *s,
 	      const char *rule)
 {
-	uint64_t end = region_now_ns() + 10000000000ull;
-	char l1[300], l2[300], log[128], out[4096];
-	unsigned p1 = proc_free_port(), p2 = proc_free_port();
-	int st;
+	char log[128], err[1200];
+	unsigned p1, p2;
 
-	ASSERT(p1 && p2 && p1 != p2);
 	ASSERT_EQ(nf_pid, 0);
-	snprintf(l1, sizeof(l1), "%u=%s:%u", p1, s->server, s->nfs_port);
-	snprintf(l2, sizeof(l2), "%u=%s:%u", p2, s->server, s->mount_port);
 	snprintf(log, sizeof(log), "/tmp/intrfs-test-netfault.%d.log",
 		 (int)getpid());
-	fflush(NULL);
-	nf_pid = fork();
-	ASSERT_GE(nf_pid, 0);
-	if (nf_pid == 0) {
-		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-
-		prctl(PR_SET_PDEATHSIG, SIGTERM);
-		dup2(fd, 1);
-		dup2(fd, 2);
-		execl(NETFAULT_BIN, "netfault", "--listen", l1, "--listen", l2,
-		      "--rule", rule, (char *)NULL);
-		perror("exec netfault");
-		_exit(127);
-	}
-	proc_note_pid(nf_pid);
-	for (;;) {
-		int fd = open(log, O_RDONLY);
-		ssize_t n = fd >= 0 ? read(fd, out, sizeof(out) - 1) : -1;
-		const char *p;
-
-		if (fd >= 0)
-			close(fd);
-		out[n > 0 ? n : 0] = '\0';
-		p = strstr(out, "netfault: listening");
-		if (p && strstr(p + 1, "netfault: listening"))
-			break;
-		if (waitpid(nf_pid, &st, WNOHANG) == nf_pid) {
-			nf_pid = 0;
-			TEST__FAIL("netfault exited (status %d) instead of "
-				   "listening:\n%s",
-				   st, out);
-		}
-		if (region_now_ns() > end)
-			TEST__FAIL("netfault did not listen within 10 s:\n%s",
-				   out);
-		usleep(5000);
-	}
+	nf_pid = proc_netfault_start(
+		NETFAULT_BIN, s->server, s->nfs_port, s->mount_port,
+		(const char *const[]){ "--rule", rule, NULL }, log, 10000, &p1,
+		&p2, err, sizeof(err));
 	unlink(log);
+	if (nf_pid < 0) {
+		nf_pid = 0;
+		TEST__FAIL("%s", err);
+	}
 	*via = *s;
 	via->nfs_port = p1;
 	via->mount_port = p2;

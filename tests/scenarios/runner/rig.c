@@ -132,76 +132,27 @@ int rig_server_from_dir(struct rig_server *srv, const char *run_dir, char *err,
 	return 0;
 }
 
-static unsigned count_lines_with(const char *path, const char *what)
-{
-	char line[1024];
-	unsigned n = 0;
-	FILE *f = fopen(path, "r");
-
-	while (f && fgets(line, sizeof(line), f))
-		n += strstr(line, what) != NULL;
-	if (f)
-		fclose(f);
-	return n;
-}
-
 int rig_netfault_start(struct rig *r, char *err, size_t len)
 {
-	char l1[128], l2[128], errlog[160], tail[2048];
-	uint64_t end = ms_now() + NETFAULT_DEADLINE_MS;
-	int status;
+	char errlog[160];
 	pid_t pid;
 
-	r->nf_nfs_port = proc_free_port();
-	r->nf_mount_port = proc_free_port();
-	if (!r->nf_nfs_port || !r->nf_mount_port ||
-	    r->nf_nfs_port == r->nf_mount_port) {
-		snprintf(err, len, "no free loopback port for netfault");
-		return -1;
-	}
-	snprintf(l1, sizeof(l1), "%u=%s:%u", r->nf_nfs_port, r->srv->host,
-		 r->srv->nfs_port);
-	snprintf(l2, sizeof(l2), "%u=%s:%u", r->nf_mount_port, r->srv->host,
-		 r->srv->mount_port);
 	snprintf(r->nf_sock, sizeof(r->nf_sock), "/tmp/intrfs-scn-%d.sock",
 		 (int)getpid());
 	snprintf(r->nf_log, sizeof(r->nf_log), "/tmp/intrfs-scn-%d.netfault",
 		 (int)getpid());
 	snprintf(errlog, sizeof(errlog), "%s.err", r->nf_log);
 	unlink(r->nf_sock);
-	fflush(NULL);
-	pid = fork();
-	if (pid < 0) {
-		snprintf(err, len, "fork: %s", strerror(errno));
+	pid = proc_netfault_start(r->paths->netfault, r->srv->host,
+				  r->srv->nfs_port, r->srv->mount_port,
+				  (const char *const[]){ "--control",
+							 r->nf_sock, "--log",
+							 r->nf_log, NULL },
+				  errlog, NETFAULT_DEADLINE_MS, &r->nf_nfs_port,
+				  &r->nf_mount_port, err, len);
+	if (pid < 0)
 		return -1;
-	}
-	if (pid == 0) {
-		int fd = open(errlog, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-
-		dup2(fd, 2);
-		setpgid(0, 0);
-		execl(r->paths->netfault, "netfault", "--listen", l1,
-		      "--listen", l2, "--control", r->nf_sock, "--log",
-		      r->nf_log, (char *)NULL);
-		fprintf(stderr, "exec %s: %s\n", r->paths->netfault,
-			strerror(errno));
-		_exit(127);
-	}
 	r->nf_pid = pid;
-	proc_note_pid(pid);
-	while (count_lines_with(errlog, "listening") < 2) {
-		if (waitpid(pid, &status, WNOHANG) == pid || ms_now() > end) {
-			log_tail(errlog, tail, sizeof(tail));
-			snprintf(err, len, "netfault did not start: %s", tail);
-			if (r->nf_pid == pid && kill(pid, 0) == 0) {
-				kill(pid, SIGKILL);
-				waitpid(pid, &status, 0);
-			}
-			r->nf_pid = 0;
-			return -1;
-		}
-		usleep(2000);
-	}
 	say(r, "netfault (pid %d) on ports %u (NFS) and %u (MOUNT)", (int)pid,
 	    r->nf_nfs_port, r->nf_mount_port);
 	return 0;
