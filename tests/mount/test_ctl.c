@@ -61,6 +61,24 @@ static int ctl(uid_t uid, char *out, size_t len, const char *const *args)
 	return WEXITSTATUS(st);
 }
 
+/*
+ * A reader of 64 KiB of m's file f (O_DIRECT, a SIGINT handler) whose READ
+ * the stalled server s holds: the server stays stopped.
+ */
+static void stalled_read(struct probe *p, const struct mnt *m,
+			 const struct test_server *s)
+{
+	uint64_t unread;
+
+	probe_start(p, PROBE_READ, mpath(m, "f"), 65536, true, 0);
+	probe_wait_ready(p);
+	srv_stall(s);
+	unread = srv_unread(s);
+	probe_go(p);
+	probe_wait_blocked(p);
+	srv_wait_call(s, unread);
+}
+
 /* intrfsctl MNT tasks, until what shows (5 s), into out. */
 static void tasks_show(const struct mnt *m, const char *what, char *out,
 		       size_t len)
@@ -84,7 +102,6 @@ TEST_IMPL(ctl_tasks_stats_policy)
 	struct probe_result r;
 	struct mnt m;
 	char want[64], opts[200], trace[2][100], *buf, *got;
-	uint64_t unread;
 	int status;
 
 	srv_get(&s);
@@ -110,13 +127,7 @@ TEST_IMPL(ctl_tasks_stats_policy)
 		"\"policy\":\"region\",\"mode\":\"killable\",\"tasks\":[]");
 
 	/* A read the stalled server holds: its caller, wait and region. */
-	probe_start(&p, PROBE_READ, mpath(&m, "f"), 65536, true, 0);
-	probe_wait_ready(&p);
-	srv_stall(&s);
-	unread = srv_unread(&s);
-	probe_go(&p);
-	probe_wait_blocked(&p);
-	srv_wait_call(&s, unread);
+	stalled_read(&p, &m, &s);
 	snprintf(want, sizeof(want), "\"pid\":%d", (int)p.pid);
 	tasks_show(&m, want, out, sizeof(out));
 	ASSERT_CONTAINS(out, "\"op\":\"read\"");
@@ -178,13 +189,7 @@ TEST_IMPL(ctl_tasks_stats_policy)
 		    (const char *const[]){ m.dir, "policy", "percall", NULL }),
 		0);
 	ASSERT_CONTAINS(out, "{\"policy\":\"percall\",\"was\":\"region\"}");
-	probe_start(&p, PROBE_READ, mpath(&m, "f"), 65536, true, 0);
-	probe_wait_ready(&p);
-	srv_stall(&s);
-	unread = srv_unread(&s);
-	probe_go(&p);
-	probe_wait_blocked(&p);
-	srv_wait_call(&s, unread);
+	stalled_read(&p, &m, &s);
 	snprintf(want, sizeof(want), "\"pid\":%d", (int)p.pid);
 	tasks_show(&m, want, out, sizeof(out));
 	ASSERT_CONTAINS(out, "\"op\":\"read\"");
@@ -225,7 +230,6 @@ TEST_IMPL(ctl_watchdog_and_usr1)
 	struct probe p;
 	struct mnt m;
 	char log[32768], *buf;
-	uint64_t unread;
 	int status;
 
 	srv_get(&s);
@@ -242,13 +246,7 @@ TEST_IMPL(ctl_watchdog_and_usr1)
 		      (const char *const[]){ m.dir, "watchdog", "soon", NULL }),
 		  1);
 	ASSERT_CONTAINS(out, "watchdog takes seconds");
-	probe_start(&p, PROBE_READ, mpath(&m, "f"), 65536, true, 0);
-	probe_wait_ready(&p);
-	srv_stall(&s);
-	unread = srv_unread(&s);
-	probe_go(&p);
-	probe_wait_blocked(&p);
-	srv_wait_call(&s, unread);
+	stalled_read(&p, &m, &s);
 	mnt_wait_log(&m, "blocked uninterruptibly", 5000);
 	ASSERT_EQ(kill(m.pid, SIGUSR1), 0);
 	mnt_wait_log(&m, "1 request in flight on ", 5000);
@@ -265,17 +263,10 @@ static bool read_interrupted(const struct mnt *m, const struct test_server *s)
 {
 	struct probe p;
 	struct probe_result r;
-	uint64_t unread;
 	int status;
 	bool early;
 
-	probe_start(&p, PROBE_READ, mpath(m, "f"), 65536, true, 0);
-	probe_wait_ready(&p);
-	srv_stall(s);
-	unread = srv_unread(s);
-	probe_go(&p);
-	probe_wait_blocked(&p);
-	srv_wait_call(s, unread);
+	stalled_read(&p, m, s);
 	ASSERT_EQ(kill(p.pid, SIGINT), 0);
 	early = probe_wait(&p, 1000, &r, &status);
 	srv_resume(s);
