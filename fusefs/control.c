@@ -96,11 +96,15 @@ static void comm_of(pid_t pid, char *buf, size_t len)
 	buf[strcspn(buf, "\n")] = '\0';
 }
 
+#define CALLS_SHOWN 8
+
 /* One request in flight, as seen now. */
 struct seen {
 	pid_t pid;
 	uint64_t age_ns;
 	struct task_info ti;
+	struct nc_call_info calls[CALLS_SHOWN];
+	unsigned ncalls;
 };
 
 /* Snapshots of the jobs in flight; *n of them, malloc'ed. */
@@ -126,6 +130,9 @@ static struct seen *jobs_seen(struct intrfs *fs, size_t *n)
 		v[*n].pid = j->tid;
 		v[*n].age_ns = now - j->start_ns;
 		task_snapshot(j->task, &v[*n].ti);
+		/* The transport's lock is a leaf: fine under watch.lock. */
+		v[*n].ncalls = nc_client_task_calls(fs->nc, j->task,
+						    v[*n].calls, CALLS_SHOWN);
 		(*n)++;
 	}
 	pthread_mutex_unlock(&w->lock);
@@ -166,6 +173,17 @@ static void tasks_json(struct intrfs *fs, FILE *f)
 				ti->wait_what, task_mode_name(ti->wait_mode),
 				task_mode_name(ti->wait_eff),
 				ti->wait_ns / 1000000);
+		fprintf(f, ",\"rpcs\":[");
+		for (unsigned c = 0; c < v[i].ncalls; c++)
+			fprintf(f,
+				"%s{\"xid\":\"0x%08" PRIx32
+				"\",\"proc\":\"%s\","
+				"\"transmissions\":%u,\"awaiting_reply\":%s}",
+				c ? "," : "", v[i].calls[c].xid,
+				nc_proc_name(v[i].calls[c].proc),
+				v[i].calls[c].transmissions,
+				v[i].calls[c].awaiting ? "true" : "false");
+		fprintf(f, "]");
 		fprintf(f,
 			",\"pending\":\"%s\",\"deferred\":\"%s\","
 			"\"pending_ms\":%" PRIu64 ",\"regions\":[",
@@ -227,6 +245,17 @@ static void tasks_table(struct intrfs *fs, FILE *f)
 		fprintf(f, "%-10s %7d %-15s %6" PRIu64 "ms  %-34s %s\n",
 			ti->name, (int)v[i].pid, comm, v[i].age_ns / 1000000,
 			wait, intr);
+		for (unsigned c = 0; c < v[i].ncalls; c++)
+			fprintf(f,
+				"    rpc xid 0x%08" PRIx32
+				" %s, sent %u time%s%s\n",
+				v[i].calls[c].xid,
+				nc_proc_name(v[i].calls[c].proc),
+				v[i].calls[c].transmissions,
+				v[i].calls[c].transmissions == 1 ? "" : "s",
+				v[i].calls[c].awaiting ?
+					", awaiting its reply" :
+					"");
 		for (unsigned d = ti->depth; d-- > 0;) {
 			const struct region_site *rs = ti->stack[d].site;
 

@@ -755,6 +755,12 @@ const char *nc_client_server(const nc_client_t *c)
 	return c->server;
 }
 
+unsigned nc_client_task_calls(nc_client_t *c, const task_t *t,
+			      struct nc_call_info *out, unsigned max)
+{
+	return c->nfs ? nc__xprt_task_calls(c->nfs, t, out, max) : 0;
+}
+
 void nc_client_set_intr_mode(nc_client_t *c, enum nc_intr_mode m)
 {
 	if (c->nfs)

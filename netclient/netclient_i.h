@@ -131,6 +131,9 @@ int nc__xprt_create(const struct nc__xprt_cfg *cfg, struct nc__xprt **out);
 void nc__xprt_destroy(struct nc__xprt *x);
 /* The mode of the waits that start from now on (a live mode switch). */
 void nc__xprt_set_wait_mode(struct nc__xprt *x, enum task_mode mode);
+/* Task t's calls in flight with an XID (at most max); how many. */
+unsigned nc__xprt_task_calls(struct nc__xprt *x, const task_t *t,
+			     struct nc_call_info *out, unsigned max);
 
 /* One call, start to finish, in the calling task.  Returns r->rc. */
 NC_MUST_CHECK int nc__xprt_call(struct nc__xprt *x, struct nc__rpc *r);

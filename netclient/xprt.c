@@ -255,6 +255,24 @@ void nc__call_finish(struct nc__xprt *x, struct nc__call *call, int rc)
 	xid_remove(x, call);
 }
 
+unsigned nc__xprt_task_calls(struct nc__xprt *x, const task_t *t,
+			     struct nc_call_info *out, unsigned max)
+{
+	unsigned n = 0;
+
+	task_mutex_lock_nofail(&x->lock);
+	for (unsigned i = 0; i < NC__XID_BUCKETS && n < max; i++)
+		for (struct nc__call *c = x->table[i]; c && n < max;
+		     c = c->hnext)
+			if (c->task == t)
+				out[n++] = (struct nc_call_info){
+					c->xid, c->rpc->proc, c->sends,
+					c->state == NC__CALL_SENT
+				};
+	task_mutex_unlock(&x->lock);
+	return n;
+}
+
 /* Wakes every task with a call in flight: the connection changed. */
 static void wake_all_calls(struct nc__xprt *x)
 {
@@ -946,6 +964,7 @@ int nc__xprt_batch_notify(struct nc__xprt *x, struct nc__rpc *rpcs, unsigned n,
 		struct nc__call *call = &calls[i];
 
 		call->rpc = &rpcs[i];
+		call->task = task_current();
 		call->waiter = &waiter;
 		call->xid = x->next_xid++;
 		call->timeout_ns = x->timeout.initial_ns;

@@ -41,6 +41,7 @@ struct nc__waiter {
 struct nc__call {
 	struct nc__rpc *rpc;
 	uint32_t xid;
+	const task_t *task; /* whose call it is, for nc_client_task_calls() */
 	struct nc__waiter *waiter;
 	unsigned char *rec; /* record mark + call message but the tail */
 	size_t rec_len;

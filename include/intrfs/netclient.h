@@ -308,6 +308,20 @@ void nc_client_stats(const nc_client_t *c, struct nc_stats *st);
  * start from now on (a live switch, for demonstrations).
  */
 void nc_client_set_intr_mode(nc_client_t *c, enum nc_intr_mode m);
+/* A call in flight, as nc_client_task_calls() sees it. */
+struct nc_call_info {
+	uint32_t xid;
+	unsigned proc; /* NFS procedure (nc_proc_name()) */
+	unsigned transmissions; /* sent whole so far */
+	bool awaiting; /* sent on the current connection, reply awaited */
+};
+
+/*
+ * Task t's NFS calls in flight that have an XID (a slot), at most max, into
+ * out; how many.  For the superset of Linux's rpc_clnt tasks view.
+ */
+unsigned nc_client_task_calls(nc_client_t *c, const task_t *t,
+			      struct nc_call_info *out, unsigned max);
 /* The per-procedure counters of the NFS connection, st[NC_NPROCS]. */
 void nc_client_proc_stats(const nc_client_t *c, struct nc_proc_stats *st);
 

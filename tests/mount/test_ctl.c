@@ -135,6 +135,10 @@ TEST_IMPL(ctl_tasks_stats_policy)
 			"\"mode\":\"killable\",\"effective\":\"killable\"");
 	ASSERT_CONTAINS(out, "\"reason\":\"fuse request\"");
 	ASSERT_CONTAINS(out, "\"pending\":\"none\"");
+	/* Its RPC, as Linux's rpc_clnt tasks view shows one. */
+	ASSERT_CONTAINS(out, "\"rpcs\":[{\"xid\":\"0x");
+	ASSERT_CONTAINS(out, "\"proc\":\"READ\",\"transmissions\":1,"
+			     "\"awaiting_reply\":true}");
 
 	/* SIGINT with a handler: raised, held back by the region. */
 	ASSERT_EQ(kill(p.pid, SIGINT), 0);
