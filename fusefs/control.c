@@ -315,6 +315,10 @@ static void procs_out(struct intrfs *fs, FILE *f, bool table)
 		fputc('}', f);
 }
 
+/* The deferral histogram's buckets (REGION_DEFERRAL_BUCKETS). */
+static const char *const decade[] = { "<1ms", "<10ms", "<100ms",
+				      "<1s",  "<10s",  ">=10s" };
+
 static void stats_out(struct intrfs *fs, FILE *f, bool table)
 {
 	struct nc_stats st;
@@ -350,6 +354,11 @@ static void stats_out(struct intrfs *fs, FILE *f, bool table)
 			"deferred", rs.deferred, "deferred_delivered",
 			rs.deferred_delivered, "deferral_mean", mean / 1e6,
 			"deferral_max", rs.deferral_ns_max / 1e6);
+		fprintf(f, "  deferral times    ");
+		for (unsigned b = 0; b < REGION_DEFERRAL_BUCKETS; b++)
+			fprintf(f, " %s:%" PRIu64, decade[b],
+				rs.deferral_hist[b]);
+		fputc('\n', f);
 		procs_out(fs, f, true);
 		return;
 	}
@@ -374,10 +383,15 @@ static void stats_out(struct intrfs *fs, FILE *f, bool table)
 		"},\"interrupts\":{\"raised\":%" PRIu64
 		",\"delivered\":%" PRIu64 ",\"deferred\":%" PRIu64
 		",\"deferred_delivered\":%" PRIu64
-		",\"deferral_ns_mean\":%" PRIu64 ",\"deferral_ns_max\":%" PRIu64
-		"}",
+		",\"deferral_ns_mean\":%" PRIu64
+		",\"deferral_ns_max\":%" PRIu64,
 		rs.raised, rs.delivered, rs.deferred, rs.deferred_delivered,
 		mean, rs.deferral_ns_max);
+	fprintf(f, ",\"deferral_hist\":{");
+	for (unsigned b = 0; b < REGION_DEFERRAL_BUCKETS; b++)
+		fprintf(f, "%s\"%s\":%" PRIu64, b ? "," : "", decade[b],
+			rs.deferral_hist[b]);
+	fprintf(f, "}}");
 	procs_out(fs, f, false);
 	fprintf(f, "}\n");
 }

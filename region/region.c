@@ -408,6 +408,9 @@ void region_stats_get(struct region_stats *st)
 						     memory_order_relaxed);
 	st->deferral_ns_max =
 		atomic_load_explicit(&c->deferral_ns_max, memory_order_relaxed);
+	for (unsigned i = 0; i < REGION_DEFERRAL_BUCKETS; i++)
+		st->deferral_hist[i] = atomic_load_explicit(
+			&c->deferral_hist[i], memory_order_relaxed);
 	st->unbalanced_leave = atomic_load_explicit(&c->unbalanced_leave,
 						    memory_order_relaxed);
 	st->hung_reports =

@@ -100,6 +100,7 @@ extern _Atomic(void (*)(const struct region_event *, void *)) region__event_fn;
 struct region__counters {
 	_Atomic uint64_t raised, delivered, deferred, deferred_delivered;
 	_Atomic uint64_t deferral_ns_total, deferral_ns_max;
+	_Atomic uint64_t deferral_hist[REGION_DEFERRAL_BUCKETS];
 	_Atomic uint64_t unbalanced_leave, hung_reports;
 };
 extern struct region__counters region__stats;

@@ -91,6 +91,17 @@ static void deliver(struct task *t, enum task_intr kind)
 					  memory_order_relaxed);
 		atomic_fetch_add_explicit(&region__stats.deferral_ns_total, d,
 					  memory_order_relaxed);
+		{
+			unsigned b = 0;
+
+			for (uint64_t lim = 1000000;
+			     b + 1 < REGION_DEFERRAL_BUCKETS && d >= lim;
+			     lim *= 10)
+				b++;
+			atomic_fetch_add_explicit(
+				&region__stats.deferral_hist[b], 1,
+				memory_order_relaxed);
+		}
 		max = atomic_load_explicit(&region__stats.deferral_ns_max,
 					   memory_order_relaxed);
 		while (d > max &&

@@ -386,6 +386,9 @@ int task_foreach(int (*fn)(const struct task_info *ti, void *arg), void *arg);
 /* Fills ti from t. */
 void task_snapshot(task_t *t, struct task_info *ti);
 
+/* Deferral times by decade: < 1 ms, < 10 ms, < 100 ms, < 1 s, < 10 s, more. */
+#define REGION_DEFERRAL_BUCKETS 6
+
 struct region_stats {
 	uint64_t raised; /* task_interrupt() calls */
 	uint64_t delivered; /* interrupts that made a wait return -EINTR */
@@ -393,6 +396,8 @@ struct region_stats {
 	uint64_t deferred_delivered; /* of those, delivered later */
 	uint64_t deferral_ns_total; /* raised → delivered, deferred ones */
 	uint64_t deferral_ns_max;
+	/* Deferred interrupts delivered, by how long they were held back. */
+	uint64_t deferral_hist[REGION_DEFERRAL_BUCKETS];
 	uint64_t unbalanced_leave; /* tasks that left inside a region */
 	uint64_t hung_reports; /* watchdog reports */
 };

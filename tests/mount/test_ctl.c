@@ -158,6 +158,7 @@ TEST_IMPL(ctl_tasks_stats_policy)
 	ASSERT_CONTAINS(out, "\"daemon\":{\"interrupts\":1,");
 	ASSERT_CONTAINS(out, "\"eintr_replies\":0");
 	ASSERT_CONTAINS(out, "\"deferred_delivered\":");
+	ASSERT_CONTAINS(out, "\"deferral_hist\":{\"<1ms\":");
 	/* Per procedure, as mountstats: the READ counted and timed. */
 	ASSERT_CONTAINS(out, "\"procedures\":{");
 	ASSERT_CONTAINS(out, "\"READ\":{\"ops\":");

@@ -315,6 +315,8 @@ TEST_IMPL(region_stats_deferral)
 	ASSERT_UINT64_GE(after.deferral_ns_total - before.deferral_ns_total,
 			 29000000);
 	ASSERT_UINT64_GE(after.deferral_ns_max, 29000000);
+	/* In the histogram's 10-100 ms decade. */
+	ASSERT_UINT64_EQ(after.deferral_hist[2] - before.deferral_hist[2], 1);
 	/* The task's own record says the same. */
 	task_snapshot(t, &ti);
 	ASSERT_EQ(ti.deferred, TASK_INTR_FATAL);
