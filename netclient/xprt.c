@@ -472,6 +472,7 @@ static int xprt_connect_locked(struct nc__xprt *x, uint64_t deadline,
 	struct sockaddr_in local;
 	socklen_t llen = sizeof(local);
 	uint16_t port;
+	uint64_t t0;
 	int rc, keepidle, fd = -1;
 
 	for (;;) {
@@ -497,15 +498,15 @@ static int xprt_connect_locked(struct nc__xprt *x, uint64_t deadline,
 	keepidle = (int)(nc__xprt_dead_after(x) / NS_PER_SEC);
 	task_mutex_unlock(&x->lock);
 
-	{
-		uint64_t cap = region_now_ns() + CONNECT_ATTEMPT_MAX_NS;
-
-		if (!deadline || deadline > cap)
-			deadline = cap;
-	}
+	t0 = region_now_ns();
+	if (!deadline || deadline > t0 + CONNECT_ATTEMPT_MAX_NS)
+		deadline = t0 + CONNECT_ATTEMPT_MAX_NS;
 	rc = port ? try_connect(x, port, keepidle, deadline, &fd) : -EADDRINUSE;
 	if (rc == -EADDRINUSE || rc == -EADDRNOTAVAIL)
 		rc = try_connect(x, 0, keepidle, deadline, &fd);
+	/* relaxed: a statistic. */
+	atomic_fetch_add_explicit(&x->stats->connect_ns, region_now_ns() - t0,
+				  memory_order_relaxed);
 	if (rc == 0 && getsockname(fd, (struct sockaddr *)&local, &llen) < 0)
 		local.sin_port = 0;
 
@@ -521,6 +522,7 @@ static int xprt_connect_locked(struct nc__xprt *x, uint64_t deadline,
 		task_cond_broadcast(&x->conn_cond);
 		return rc;
 	}
+	nc__count(&x->stats->connects);
 	if (x->ever_connected) {
 		nc__count(&x->stats->reconnects);
 		if (port && ntohs(local.sin_port) == port)
@@ -793,6 +795,7 @@ static int xprt_send_pending(struct nc__xprt *x, struct nc__call *calls,
 
 		task_mutex_lock_nofail(&x->lock);
 		if (rc == 0) {
+			nc__count(&x->stats->sends);
 			call->sends++;
 			call->last_sent_ns = xmit_at;
 			if (!call->first_sent_ns)

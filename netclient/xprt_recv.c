@@ -132,6 +132,7 @@ static int deliver(struct nc__xprt *x, unsigned char *rec, size_t len)
 	call->reply = rec;
 	call->reply_len = len;
 	call->reply_ns = region_now_ns();
+	nc__count(&x->stats->receives);
 	nc__event(x, NC_EV_REPLY, call, false, false);
 	x->replied = true;
 	x->connect_failures = 0;

@@ -205,7 +205,11 @@ struct nc_pathconf {
 	X(same_port, "reconnects from the previous source port")    \
 	X(bad_replies, "replies that did not decode")               \
 	X(unknown_xids, "replies nobody waited for (dropped)")      \
-	X(interrupted, "calls that ended with -EINTR")
+	X(interrupted, "calls that ended with -EINTR")              \
+	X(connects, "connections made")                             \
+	X(connect_ns, "time spent connecting, ns")                  \
+	X(sends, "records sent whole (calls and retransmissions)")  \
+	X(receives, "replies taken for a call")
 
 struct nc_stats {
 #define NC__STATS_FIELD(name, what) uint64_t name;
