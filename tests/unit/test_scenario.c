@@ -86,6 +86,8 @@ TEST_IMPL(scenario_files_parse)
 	}
 	closedir(d);
 	fprintf(stderr, "%u scenario files parse\n", n);
+	/* An empty or misnamed directory would pass without this. */
+	ASSERT_GE(n, 9);
 	return 0;
 }
 
@@ -108,6 +110,7 @@ TEST_IMPL(scenario_defaults)
 	ASSERT_EQ(s.export_state, ST_AUTO);
 	ASSERT_EQ(s.timeout_ns, 60000000000ull);
 	ASSERT_EQ(s.nfaults, 0);
+	ASSERT(!s.overlay);
 	return 0;
 }
 
@@ -119,6 +122,7 @@ TEST_IMPL(scenario_full)
 		"name   a/b-c\n"
 		"about  what it shows\n"
 		"mount  soft,timeo=5\n"
+		"overlay\n"
 		"workload write size=16M chunk=64K procs=3 direct\n"
 		"fault at=0 for=1500ms netfault stall dir=call\n"
 		"fault at=2s restart\n"
@@ -133,6 +137,7 @@ TEST_IMPL(scenario_full)
 	ASSERT_STR_EQ(s.name, "a/b-c");
 	ASSERT_STR_EQ(s.about, "what it shows");
 	ASSERT_STR_EQ(s.mount, "soft,timeo=5");
+	ASSERT(s.overlay);
 	ASSERT_EQ(s.op, OP_WRITE);
 	ASSERT_EQ(s.size, 16u << 20);
 	ASSERT_EQ(s.chunk, 64u << 10);
@@ -214,6 +219,8 @@ static const struct {
 	  "'frobnicate'",
 	  NULL },
 	{ "workload read\ntimeout 0\n", "f.scn:2:9: timeout must be > 0",
+	  NULL },
+	{ "workload read\noverlay lower\n", "f.scn:2:9: overlay takes nothing",
 	  NULL },
 };
 

@@ -743,6 +743,10 @@ static int parse_line(const struct cursor *c, struct scenario *s,
 		return d_signal(c, s, tk, n);
 	} else if (tok_is(&tk[0], "expect")) {
 		return d_expect(c, s, tk, n);
+	} else if (tok_is(&tk[0], "overlay")) {
+		if (n != 1)
+			return fail_at(c, tk[1].p, "overlay takes nothing");
+		s->overlay = true;
 	} else if (tok_is(&tk[0], "timeout")) {
 		if (n != 2)
 			return fail_at(c, tk[0].p, "timeout takes a duration");
@@ -753,7 +757,8 @@ static int parse_line(const struct cursor *c, struct scenario *s,
 	} else {
 		return fail_at(c, tk[0].p,
 			       "unknown directive '%.*s' (name, about, mount, "
-			       "workload, fault, signal, expect, timeout)",
+			       "overlay, workload, fault, signal, expect, "
+			       "timeout)",
 			       (int)tk[0].len, tk[0].p);
 	}
 	return 0;
@@ -895,6 +900,8 @@ void scn_print(const struct scenario *s, FILE *out)
 		fprintf(out, "about %s\n", s->about);
 	if (s->mount[0])
 		fprintf(out, "mount %s\n", s->mount);
+	if (s->overlay)
+		fprintf(out, "overlay\n");
 	fprintf(out, "workload %s size=%s chunk=%s entries=%u procs=%u %s\n",
 		scn_op_name(s->op), size_str(s->size, a, sizeof(a)),
 		size_str(s->chunk, b, sizeof(b)), s->entries, s->procs,

@@ -317,6 +317,60 @@ int rig_mount(struct rig *r, const char *opts, char *err, size_t len)
 	return 0;
 }
 
+int rig_overlay_mount(struct rig *r, char *err, size_t len)
+{
+	char up[200], wk[200], mg[200], opts[700];
+
+	snprintf(r->ovl, sizeof(r->ovl), "/tmp/intrfs-scn-ovl.XXXXXX");
+	if (!mkdtemp(r->ovl)) {
+		snprintf(err, len, "mkdtemp: %s", strerror(errno));
+		r->ovl[0] = '\0';
+		return -1;
+	}
+	snprintf(up, sizeof(up), "%s/upper", r->ovl);
+	snprintf(wk, sizeof(wk), "%s/work", r->ovl);
+	snprintf(mg, sizeof(mg), "%s/merged", r->ovl);
+	snprintf(opts, sizeof(opts), "lowerdir=%s,upperdir=%s,workdir=%s",
+		 r->mnt, up, wk);
+	if (mkdir(up, 0755) < 0 || mkdir(wk, 0755) < 0 || mkdir(mg, 0755) < 0 ||
+	    mount("overlay", mg, "overlay", 0, opts) < 0) {
+		snprintf(err, len, "overlay on %s (%s): %s", mg, opts,
+			 strerror(errno));
+		rig_overlay_umount(r);
+		return -1;
+	}
+	r->ovl_mounted = true;
+	say(r, "overlay on %s, lower %s", mg, r->mnt);
+	return 0;
+}
+
+void rig_overlay_umount(struct rig *r)
+{
+	char p[200];
+
+	if (!r->ovl[0])
+		return;
+	snprintf(p, sizeof(p), "%s/merged", r->ovl);
+	if (r->ovl_mounted && umount2(p, 0) < 0)
+		umount2(p, MNT_DETACH);
+	r->ovl_mounted = false;
+	rmdir(p);
+	/* What copy-up left in the upper layer goes with it. */
+	snprintf(p, sizeof(p), "rm -rf -- '%s'", r->ovl);
+	if (system(p) != 0)
+		fprintf(stderr, "intrfs-scenario: could not remove %s\n",
+			r->ovl);
+	r->ovl[0] = '\0';
+}
+
+const char *rig_work_dir(const struct rig *r, char *buf, size_t len)
+{
+	if (!r->ovl_mounted)
+		return r->mnt;
+	snprintf(buf, len, "%s/merged", r->ovl);
+	return buf;
+}
+
 int rig_umount(struct rig *r, char *err, size_t len)
 {
 	uint64_t end = ms_now() + UMOUNT_DEADLINE_MS;
@@ -510,6 +564,12 @@ void rig_emergency(struct rig *r)
 {
 	if (r->paused && r->srv->pid > 0)
 		kill(r->srv->pid, SIGCONT);
+	if (r->ovl_mounted) {
+		char p[200];
+
+		snprintf(p, sizeof(p), "%s/merged", r->ovl);
+		umount2(p, MNT_DETACH);
+	}
 	if (r->mnt[0])
 		umount2(r->mnt, MNT_DETACH);
 	if (r->daemon > 0)

@@ -94,6 +94,8 @@ static void close_fd(int *fd)
 static int start_procs(const struct scenario *s, struct rig *r,
 		       struct outcome *o)
 {
+	char dir[200];
+
 	for (unsigned k = 0; k < s->procs; k++) {
 		struct proc *p = &o->procs[k];
 		int ready[2], go[2], rep[2];
@@ -114,7 +116,8 @@ static int start_procs(const struct scenario *s, struct rig *r,
 		if (p->pid == 0) {
 			signal(SIGINT, SIG_DFL);
 			signal(SIGTERM, SIG_DFL);
-			work_child(s, r->mnt, k, ready[1], go[0], rep[1]);
+			work_child(s, rig_work_dir(r, dir, sizeof(dir)), k,
+				   ready[1], go[0], rep[1]);
 		}
 		close(ready[1]);
 		close(go[0]);
@@ -618,6 +621,8 @@ bool run_scenario(const struct scenario *s, struct rig *r,
 		}
 	if (rig_mount(r, opts, o->error, sizeof(o->error)) < 0)
 		goto out;
+	if (s->overlay && rig_overlay_mount(r, o->error, sizeof(o->error)) < 0)
+		goto out;
 	if (start_procs(s, r, o) < 0)
 		goto out;
 	conns0 = netfault_conns(r);
@@ -645,6 +650,7 @@ out:
 		close_fd(&p->go_fd);
 		close_fd(&p->report_fd);
 	}
+	rig_overlay_umount(r);
 	if (rig_umount(r, err, sizeof(err)) < 0 && !o->error[0])
 		snprintf(o->error, sizeof(o->error), "%s", err);
 	if (o->t0 && !(o->error[0] && !o->procs[0].ended)) {
@@ -652,7 +658,11 @@ out:
 			struct proc *p = &o->procs[k];
 			enum scn_state want = s->export_state;
 
-			if (want == ST_AUTO)
+			/* Through an overlay the export is its lower layer:
+			 * nothing written there reaches it. */
+			if (want == ST_AUTO && s->overlay)
+				want = ST_OLD;
+			else if (want == ST_AUTO)
 				want = p->rep.result == RES_OK ? ST_NEW :
 								 ST_ANY;
 			p->state = work_check(s, r->local, k, want,

@@ -80,6 +80,8 @@ struct scenario {
 	char name[SCN_NAME_MAX];
 	char about[SCN_TEXT_MAX];
 	char mount[SCN_TEXT_MAX];
+	/* The workload runs in an overlayfs whose lower layer is the mount. */
+	bool overlay;
 	/* workload */
 	enum scn_op op;
 	uint64_t size, chunk;
@@ -189,11 +191,24 @@ struct rig {
 	char local[SCN_TEXT_MAX + 80]; /* that directory, seen locally */
 	char mnt[128]; /* the mount point */
 	char mnt_log[160];
+	/* overlay: upper/, work/ and merged/ in ovl; merged is mounted */
+	char ovl[128];
+	bool ovl_mounted;
 	pid_t daemon;
 	/* faults in force */
 	bool paused, down, partitioned;
 	char nft_table[64];
 };
+
+/*
+ * An overlayfs on r->ovl/merged with the intrfs mount as its lower layer
+ * and upper and work directories on the local disk; 0 or -1 (why in err).
+ * rig_overlay_umount() takes it down (before rig_umount()).
+ */
+int rig_overlay_mount(struct rig *r, char *err, size_t len);
+void rig_overlay_umount(struct rig *r);
+/* Where the workload runs: the overlay's merged directory, or the mount. */
+const char *rig_work_dir(const struct rig *r, char *buf, size_t len);
 
 /* Reads RUN_DIR/instance.env of a start-server instance. */
 int rig_server_from_dir(struct rig_server *srv, const char *run_dir, char *err,
