@@ -9,7 +9,9 @@
  *           made of it), its pending interrupt and how long it has been
  *           deferred, and its region stack (kind, reason, call site, age)
  *   stats   the transport's counters, the daemon's, and the region API's
- *           (interrupts raised, delivered, deferred, deferral times)
+ *           (interrupts raised, delivered, deferred, dropped, overall and
+ *           by policy; deferral times), and per NFS procedure the
+ *           fields of mountstats' per-op lines
  *   policy P  the policy of requests from now on (those in flight keep
  *           theirs)
  *   mode M  killable, intr or nointr for requests from now on
@@ -358,7 +360,19 @@ static void stats_out(struct intrfs *fs, FILE *f, bool table)
 		for (unsigned b = 0; b < REGION_DEFERRAL_BUCKETS; b++)
 			fprintf(f, " %s:%" PRIu64, decade[b],
 				rs.deferral_hist[b]);
-		fputc('\n', f);
+		fprintf(f, "\n  %-18s %12" PRIu64 "  never delivered\n",
+			"dropped", rs.dropped);
+		fprintf(f, "  %-18s %9s %9s %9s %9s\n", "by policy", "raised",
+			"delivered", "deferred", "dropped");
+		for (unsigned p = 0; p < REGION_POLICIES; p++)
+			fprintf(f,
+				"  %-18s %9" PRIu64 " %9" PRIu64 " %9" PRIu64
+				" %9" PRIu64 "\n",
+				region_policy_name((enum region_policy)p),
+				rs.per_policy[p].raised,
+				rs.per_policy[p].delivered,
+				rs.per_policy[p].deferred,
+				rs.per_policy[p].dropped);
 		procs_out(fs, f, true);
 		return;
 	}
@@ -391,6 +405,17 @@ static void stats_out(struct intrfs *fs, FILE *f, bool table)
 	for (unsigned b = 0; b < REGION_DEFERRAL_BUCKETS; b++)
 		fprintf(f, "%s\"%s\":%" PRIu64, b ? "," : "", decade[b],
 			rs.deferral_hist[b]);
+	fprintf(f, "},\"dropped\":%" PRIu64 ",\"by_policy\":{", rs.dropped);
+	for (unsigned p = 0; p < REGION_POLICIES; p++) {
+		const struct region_policy_stats *ps = &rs.per_policy[p];
+
+		fprintf(f,
+			"%s\"%s\":{\"raised\":%" PRIu64
+			",\"delivered\":%" PRIu64 ",\"deferred\":%" PRIu64
+			",\"dropped\":%" PRIu64 "}",
+			p ? "," : "", region_policy_name((enum region_policy)p),
+			ps->raised, ps->delivered, ps->deferred, ps->dropped);
+	}
 	fprintf(f, "}}");
 	procs_out(fs, f, false);
 	fprintf(f, "}\n");

@@ -411,6 +411,23 @@ void region_stats_get(struct region_stats *st)
 	for (unsigned i = 0; i < REGION_DEFERRAL_BUCKETS; i++)
 		st->deferral_hist[i] = atomic_load_explicit(
 			&c->deferral_hist[i], memory_order_relaxed);
+	st->dropped = atomic_load_explicit(&c->dropped, memory_order_relaxed);
+	for (unsigned p = 0; p < REGION_POLICIES; p++) {
+		struct region_policy_stats *ps = &st->per_policy[p];
+
+		ps->raised =
+			atomic_load_explicit(&c->per_policy[p][REGION__PRAISED],
+					     memory_order_relaxed);
+		ps->delivered = atomic_load_explicit(
+			&c->per_policy[p][REGION__PDELIVERED],
+			memory_order_relaxed);
+		ps->deferred = atomic_load_explicit(
+			&c->per_policy[p][REGION__PDEFERRED],
+			memory_order_relaxed);
+		ps->dropped = atomic_load_explicit(
+			&c->per_policy[p][REGION__PDROPPED],
+			memory_order_relaxed);
+	}
 	st->unbalanced_leave = atomic_load_explicit(&c->unbalanced_leave,
 						    memory_order_relaxed);
 	st->hung_reports =

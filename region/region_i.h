@@ -101,9 +101,29 @@ struct region__counters {
 	_Atomic uint64_t raised, delivered, deferred, deferred_delivered;
 	_Atomic uint64_t deferral_ns_total, deferral_ns_max;
 	_Atomic uint64_t deferral_hist[REGION_DEFERRAL_BUCKETS];
+	_Atomic uint64_t dropped;
+	/* Per policy: raised, delivered, deferred, dropped (REGION__P*). */
+	_Atomic uint64_t per_policy[REGION_POLICIES][4];
 	_Atomic uint64_t unbalanced_leave, hung_reports;
 };
 extern struct region__counters region__stats;
+
+enum {
+	REGION__PRAISED,
+	REGION__PDELIVERED,
+	REGION__PDEFERRED,
+	REGION__PDROPPED
+};
+
+/* Counts one interrupt event of task t in its policy's counters. */
+#define REGION__COUNT_POLICY(t, which)                                      \
+	atomic_fetch_add_explicit(                                          \
+		&region__stats.per_policy[(t)->rs.policy % REGION_POLICIES] \
+					 [(which)],                         \
+		1, memory_order_relaxed)
+
+/* The kinds t had raised and not delivered go uncounted from here: dropped. */
+void region__count_dropped(struct task *t);
 
 /* Signal set of the sigmask policy's signals for the kinds in mask. */
 void region__sigset(sigset_t *set, unsigned kinds);

@@ -77,6 +77,7 @@ void task_put(task_t *t)
 		t->next->prev = t->prev;
 	tasks_count--;
 	pthread_mutex_unlock(&tasks_lock);
+	region__count_dropped(t);
 	pthread_mutex_destroy(&t->lock);
 	free(t);
 }
@@ -212,6 +213,7 @@ void task_interrupt(task_t *t, enum task_intr kind)
 
 	atomic_fetch_add_explicit(&region__stats.raised, 1,
 				  memory_order_relaxed);
+	REGION__COUNT_POLICY(t, REGION__PRAISED);
 	/* The first raise since a flush dates the interrupt. */
 	atomic_compare_exchange_strong_explicit(&t->raised_ns[kind], &zero,
 						region_now_ns(),
@@ -258,8 +260,24 @@ bool task_wait_ends_on(const task_t *t, enum task_intr kind)
 					 eff == TASK_INTERRUPTIBLE;
 }
 
+void region__count_dropped(struct task *t)
+{
+	unsigned lost =
+		atomic_load_explicit(&t->pending, memory_order_relaxed) &
+		~atomic_load_explicit(&t->delivered, memory_order_relaxed);
+
+	for (unsigned k = TASK_INTR_NORMAL; k <= TASK_INTR_FATAL; k <<= 1) {
+		if (!(lost & k))
+			continue;
+		atomic_fetch_add_explicit(&region__stats.dropped, 1,
+					  memory_order_relaxed);
+		REGION__COUNT_POLICY(t, REGION__PDROPPED);
+	}
+}
+
 void task_flush_interrupts(task_t *t)
 {
+	region__count_dropped(t);
 	atomic_store_explicit(&t->pending, 0, memory_order_relaxed);
 	atomic_store_explicit(&t->deferred, 0, memory_order_relaxed);
 	atomic_store_explicit(&t->delivered, 0, memory_order_relaxed);

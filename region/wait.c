@@ -81,6 +81,7 @@ static void deliver(struct task *t, enum task_intr kind)
 			      memory_order_relaxed);
 	atomic_fetch_add_explicit(&region__stats.delivered, 1,
 				  memory_order_relaxed);
+	REGION__COUNT_POLICY(t, REGION__PDELIVERED);
 	if (atomic_load_explicit(&t->deferred, memory_order_relaxed) & kind) {
 		uint64_t raised = atomic_load_explicit(&t->raised_ns[kind],
 						       memory_order_relaxed);
@@ -125,6 +126,7 @@ void region__note_deferred(struct task *t, unsigned kinds)
 			continue;
 		atomic_fetch_add_explicit(&region__stats.deferred, 1,
 					  memory_order_relaxed);
+		REGION__COUNT_POLICY(t, REGION__PDEFERRED);
 		region__emit(REGION_EV_INTR_DEFERRED, t, NULL, 0,
 			     (enum task_intr)k, 0);
 	}

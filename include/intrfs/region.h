@@ -388,6 +388,14 @@ void task_snapshot(task_t *t, struct task_info *ti);
 
 /* Deferral times by decade: < 1 ms, < 10 ms, < 100 ms, < 1 s, < 10 s, more. */
 #define REGION_DEFERRAL_BUCKETS 6
+/* The policies (enum region_policy), for per-policy counters. */
+#define REGION_POLICIES 3
+
+/* Interrupts of the tasks of one policy. */
+struct region_policy_stats {
+	uint64_t raised, delivered, deferred;
+	uint64_t dropped; /* never delivered: flushed, or the task ended */
+};
 
 struct region_stats {
 	uint64_t raised; /* task_interrupt() calls */
@@ -398,6 +406,10 @@ struct region_stats {
 	uint64_t deferral_ns_max;
 	/* Deferred interrupts delivered, by how long they were held back. */
 	uint64_t deferral_hist[REGION_DEFERRAL_BUCKETS];
+	/* Interrupts never delivered: flushed, or the task ended with them. */
+	uint64_t dropped;
+	/* raised, delivered, deferred, dropped, by the task's policy. */
+	struct region_policy_stats per_policy[REGION_POLICIES];
 	uint64_t unbalanced_leave; /* tasks that left inside a region */
 	uint64_t hung_reports; /* watchdog reports */
 };

@@ -1,6 +1,7 @@
 /* Every unit test and its timeout in ms (tests/lib/runner.c runs them). */
 TEST_ENTRY(region_interrupt_table, 60000)
 TEST_ENTRY(region_inner_end_keeps_outer, 5000)
+TEST_ENTRY(region_stats_dropped, 10000)
 TEST_ENTRY(region_stats_deferral, 5000)
 TEST_ENTRY(region_events, 5000)
 TEST_ENTRY(region_sigmask_masks, 5000)

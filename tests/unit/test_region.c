@@ -327,6 +327,39 @@ TEST_IMPL(region_stats_deferral)
 	return 0;
 }
 
+/*
+ * An interrupt held back until the task's work was done and then flushed
+ * is dropped, counted under the task's policy; one delivered is not.
+ */
+TEST_IMPL(region_stats_dropped)
+{
+	struct task_attr attr = { "dropped", REGION_POLICY_SIGMASK, NULL };
+	struct region_stats before, after;
+	const struct region_policy_stats *b, *a;
+	task_t *t = task_create(&attr);
+
+	region_stats_get(&before);
+	task_enter(t);
+	region_begin_killable("held");
+	task_interrupt(t, TASK_INTR_NORMAL);
+	ASSERT_EQ(task_sleep(1000000, TASK_INTERRUPTIBLE), 0);
+	region_end_killable();
+	task_flush_interrupts(t);
+	task_interrupt(t, TASK_INTR_FATAL);
+	ASSERT_EQ(task_sleep(1000000, TASK_INTERRUPTIBLE), -EINTR);
+	task_leave(t);
+	task_put(t);
+	region_stats_get(&after);
+	b = &before.per_policy[REGION_POLICY_SIGMASK];
+	a = &after.per_policy[REGION_POLICY_SIGMASK];
+	ASSERT_UINT64_EQ(after.dropped - before.dropped, 1);
+	ASSERT_UINT64_EQ(a->raised - b->raised, 2);
+	ASSERT_UINT64_EQ(a->deferred - b->deferred, 1);
+	ASSERT_UINT64_EQ(a->delivered - b->delivered, 1);
+	ASSERT_UINT64_EQ(a->dropped - b->dropped, 1);
+	return 0;
+}
+
 /* Events reach the hook in order. */
 
 static struct {
