@@ -161,10 +161,32 @@ static uint64_t doubt_ns(struct intrfs *fs)
 	return ns < DOUBT_MIN_NS ? DOUBT_MIN_NS : ns;
 }
 
-/* j's op on its names ended; failed: it, or the caller's answer, did. */
-static void names_end(struct job *j, bool failed)
+/*
+ * Whether an op that ended with rc leaves its names in doubt: the call may
+ * have been carried out, or may still be (interrupted, given up on, its
+ * connection gone), rather than answered with an NFS status, which says
+ * what the server did.
+ */
+static bool doubtful(int rc)
 {
-	uint64_t grace = failed ? doubt_ns(j->fs) : 0;
+	switch (rc) {
+	case -EINTR:
+	case -EIO:
+	case -ETIMEDOUT:
+	case -ECANCELED:
+	case -ESHUTDOWN:
+	case -EPROTO:
+	case -ECONNRESET:
+	case -ENOTCONN:
+		return true;
+	}
+	return false;
+}
+
+/* j's op on its names ended; doubt: as doubtful() says, or answered EINTR. */
+static void names_end(struct job *j, bool doubt)
+{
+	uint64_t grace = doubt ? doubt_ns(j->fs) : 0;
 
 	if (j->name_unsure)
 		unsure_end(j->fs, j->name_dir, j->name, grace);
@@ -175,7 +197,7 @@ static void names_end(struct job *j, bool failed)
 static void job_run(struct job *j)
 {
 	struct intrfs *fs = j->fs;
-	bool failed = true;
+	bool doubt = true;
 	int rc;
 
 	task_enter(j->task);
@@ -185,9 +207,9 @@ static void job_run(struct job *j)
 	task_leave(j->task);
 	if (j->detached) {
 		/* Answered early: with success, or EINTR by the interrupt path. */
-		failed = rc != 0 || !j->replied;
-		if (failed)
+		if (rc || !j->replied)
 			job_names_unsure(j);
+		doubt = !j->replied || doubtful(rc);
 		goto out;
 	}
 	if (!job_take_answer(j)) {
@@ -198,8 +220,8 @@ static void job_run(struct job *j)
 	}
 	/* After it no callback runs, and the job may go. */
 	intr_unwatch(j, true);
+	doubt = doubtful(rc);
 	if (rc == 0) {
-		failed = false;
 		j->reply(j);
 	} else {
 		if (rc == -EINTR)
@@ -209,7 +231,7 @@ static void job_run(struct job *j)
 		fs_reply_err(j->req, rc == -EPROTO ? -EIO : rc);
 	}
 out:
-	names_end(j, failed);
+	names_end(j, doubt);
 	job_put(j);
 }
 

@@ -727,7 +727,7 @@ static int call_timeout(struct nc__xprt *x, struct nc__call *call)
  * when the connection cannot be made yet.
  */
 static int xprt_send_pending(struct nc__xprt *x, struct nc__call *calls,
-			     unsigned n, uint64_t *retry_at)
+			     unsigned n, uint64_t *retry_at, bool *held)
 {
 	for (unsigned i = 0; i < n; i++) {
 		struct nc__call *call = &calls[i];
@@ -795,6 +795,17 @@ static int xprt_send_pending(struct nc__xprt *x, struct nc__call *calls,
 
 		task_mutex_lock_nofail(&x->lock);
 		if (rc == 0) {
+			/*
+			 * Whole in a socket, so perhaps at the server, even if
+			 * the connection went since: the next call's waits
+			 * (the send lock, a connection) must not abandon it.
+			 */
+			call->went = true;
+			if (call->rpc->answer_once_sent && !*held) {
+				region_begin_killable("rpc: a sent call that "
+						      "later calls depend on");
+				*held = true;
+			}
 			nc__count(&x->stats->sends);
 			call->sends++;
 			call->last_sent_ns = xmit_at;
@@ -812,7 +823,6 @@ static int xprt_send_pending(struct nc__xprt *x, struct nc__call *calls,
 		if (rc == 0 && x->gen == gen && x->conn == NC__CONN_UP) {
 			call->state = NC__CALL_SENT;
 			call->sent_gen = gen;
-			call->went = true;
 		} else if (rc == -ECANCELED) {
 			nc__count(&x->stats->major_timeouts);
 			nc__call_finish(x, call, soft_timeout(x));
@@ -1004,7 +1014,7 @@ int nc__xprt_batch_notify(struct nc__xprt *x, struct nc__rpc *rpcs, unsigned n,
 					      "calls depend on");
 			held = true;
 		}
-		rc = xprt_send_pending(x, calls, n, &retry_at);
+		rc = xprt_send_pending(x, calls, n, &retry_at, &held);
 		if (rc == -EINTR || rc == -ESHUTDOWN)
 			break;
 		if (all_done(calls, n))
