@@ -168,13 +168,16 @@ static void tasks_json(struct intrfs *fs, FILE *f)
 			v[i].age_ns / 1000000, ti->id,
 			region_policy_name(ti->policy),
 			ti->waiting ? "true" : "false");
-		if (ti->waiting)
+		if (ti->waiting) {
+			fprintf(f, ",\"wait\":{\"on\":");
+			jstr(f, ti->wait_what);
 			fprintf(f,
-				",\"wait\":{\"on\":\"%s\",\"mode\":\"%s\","
-				"\"effective\":\"%s\",\"ms\":%" PRIu64 "}",
-				ti->wait_what, task_mode_name(ti->wait_mode),
+				",\"mode\":\"%s\",\"effective\":\"%s\","
+				"\"ms\":%" PRIu64 "}",
+				task_mode_name(ti->wait_mode),
 				task_mode_name(ti->wait_eff),
 				ti->wait_ns / 1000000);
+		}
 		fprintf(f, ",\"rpcs\":[");
 		for (unsigned c = 0; c < v[i].ncalls; c++)
 			fprintf(f,
@@ -200,8 +203,9 @@ static void tasks_json(struct intrfs *fs, FILE *f)
 					"killable" :
 					"uninterruptible");
 			jstr(f, rs->reason);
-			fprintf(f, ",\"site\":\"%s:%d\",\"func\":", rs->file,
-				rs->line);
+			fprintf(f, ",\"file\":");
+			jstr(f, rs->file);
+			fprintf(f, ",\"line\":%d,\"func\":", rs->line);
 			jstr(f, rs->func);
 			fprintf(f, ",\"age_ms\":%" PRIu64 "}",
 				ti->stack[d].age_ms);
@@ -509,7 +513,8 @@ static int mode_set(struct intrfs *fs, const char *name, FILE *f, bool table)
 }
 
 /* trace on FILE | trace off. */
-static int trace_set(const char *what, const char *path, FILE *f, bool table)
+static int trace_set(struct intrfs *fs, const char *what, const char *path,
+		     FILE *f, bool table)
 {
 	int rc;
 
@@ -523,10 +528,14 @@ static int trace_set(const char *what, const char *path, FILE *f, bool table)
 		fprintf(f, "trace takes 'on /ABSOLUTE/FILE' or 'off'\n");
 		return -EINVAL;
 	}
-	rc = trace_on(path);
+	rc = trace_on(path, fs->mountpoint);
 	if (rc) {
 		fprintf(f, "cannot write the trace to %s: %s\n", path,
-			strerror(-rc));
+			rc == -EXDEV ?
+				"it is on this mount (its lines would be "
+				"requests to trace)" :
+			rc == -EINVAL ? "not a regular file" :
+					strerror(-rc));
 		return rc;
 	}
 	fprintf(stderr, "intrfs: trace to %s, by intrfsctl\n", path);
@@ -577,7 +586,7 @@ static int run_line(struct intrfs *fs, char *line, FILE *f)
 	if (strcmp(cmd, "watchdog") == 0)
 		return watchdog_set(arg, f, table);
 	if (strcmp(cmd, "trace") == 0)
-		return trace_set(arg, arg2, f, table);
+		return trace_set(fs, arg, arg2, f, table);
 	if (strcmp(cmd, "mode") == 0)
 		return mode_set(fs, arg, f, table);
 	fprintf(f,
@@ -690,7 +699,19 @@ int control_start(struct intrfs *fs)
 		goto fail;
 	}
 	snprintf(a.sun_path, sizeof(a.sun_path), "%s", fs->ctl.path);
-	/* A socket a daemon that died left behind. */
+	/* A live daemon's socket stays; one a daemon that died left goes. */
+	if (connect(fs->ctl.fd, (struct sockaddr *)&a, sizeof(a)) == 0) {
+		close(fs->ctl.fd);
+		fs->ctl.fd = -1;
+		rc = -EADDRINUSE;
+		goto fail;
+	}
+	close(fs->ctl.fd);
+	fs->ctl.fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fs->ctl.fd < 0) {
+		rc = -errno;
+		goto fail;
+	}
 	unlink(fs->ctl.path);
 	/* Anyone may connect, to be told whether they may ask. */
 	if (bind(fs->ctl.fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||

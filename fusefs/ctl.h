@@ -2,8 +2,10 @@
  * The control endpoint's address, shared by the daemon (control.c) and
  * intrfsctl: a Unix socket per mount in CTL_DIR (not the private
  * directory of silly.c's journals: anyone may connect, to be told whether
- * they may ask), named after a hash of the mount point's canonical path.  The daemon's answer to every request
- * names its mount point, so a hash collision or a stale socket is caught.
+ * they may ask), named after a hash of the mount point's canonical path.
+ * A socket a dead daemon left is replaced at the next mount there; a live
+ * one (a mount stacked on the same point) is left alone, and the new mount
+ * goes without an endpoint.
  *
  * The protocol: one request line ("tasks", "stats", "policy percall", each
  * with " table" appended for a table instead of JSON); the answer is

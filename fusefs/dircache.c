@@ -39,6 +39,7 @@ struct dirhandle {
 	struct dirent_copy *ents; /* protected by lock, as are n and cap */
 	size_t n, cap;
 	bool loaded; /* protected by lock: ents is a whole pass */
+	uint64_t unsure_gen; /* protected by lock: unsure_gen() at the pass */
 };
 
 struct dirhandle *dir_open(void)
@@ -121,6 +122,8 @@ static int dir_load(struct job *j, struct dirhandle *d, bool plus)
 	int rc = 0;
 
 	dir_clear(d);
+	/* Entries from this pass are as old as its start (unsure.c). */
+	d->unsure_gen = j->unsure_gen;
 	FS_REGION_BEGIN(j, "readdir: READDIRPLUS calls");
 	while (!eof && rc == 0) {
 		size_t before = d->n;
@@ -138,8 +141,8 @@ static int dir_load(struct job *j, struct dirhandle *d, bool plus)
 }
 
 /* One readdirplus entry: a node for each but . and .., counted once. */
-static size_t add_plus(struct job *j, struct dirent_copy *c, char *buf,
-		       size_t left, off_t next, int *rc)
+static size_t add_plus(struct job *j, struct dirent_copy *c, uint64_t gen,
+		       char *buf, size_t left, off_t next, int *rc)
 {
 	struct fuse_entry_param e = { 0 };
 	bool dot = strcmp(c->name, ".") == 0 || strcmp(c->name, "..") == 0;
@@ -151,7 +154,7 @@ static size_t add_plus(struct job *j, struct dirent_copy *c, char *buf,
 				 &e);
 		if (*rc)
 			return 0;
-		if (unsure_name(j->fs, j->ino, c->name, 0, j->unsure_gen))
+		if (unsure_name(j->fs, j->ino, c->name, 0, gen))
 			e.entry_timeout = 0;
 		/*
 		 * The size may not have the writes on their way: the entry
@@ -186,8 +189,8 @@ static int fill(struct job *j, struct dirhandle *d, bool plus)
 		size_t need, left = j->size - len;
 
 		if (plus) {
-			need = add_plus(j, c, j->buf + len, left, (off_t)i + 1,
-					&rc);
+			need = add_plus(j, c, d->unsure_gen, j->buf + len, left,
+					(off_t)i + 1, &rc);
 			if (rc)
 				return rc;
 		} else {

@@ -503,7 +503,11 @@ void notify_inval_entry(struct intrfs *fs, fuse_ino_t parent, const char *name);
 
 /* trace.c: the event trace; trace_init() once, before the session */
 int trace_init(void);
-int trace_on(const char *path);
+/*
+ * The trace to path, a regular file not under mountpoint: 0, or -EINVAL
+ * (not absolute, not a regular file), -EXDEV (on the mount), -errno.
+ */
+int trace_on(const char *path, const char *mountpoint);
 void trace_off(void);
 
 /* control.c: the endpoint intrfsctl talks to (ctl.h) */

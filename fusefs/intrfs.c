@@ -125,6 +125,23 @@ static int redirect_logs(const struct intrfs *fs)
 
 static int ready_fd = -1;
 
+/* A relative PATH option made absolute now: the daemon leaves its cwd. */
+static int make_absolute(char **path)
+{
+	char cwd[4096], *abs;
+
+	if (!*path || (*path)[0] == '/')
+		return 0;
+	if (!getcwd(cwd, sizeof(cwd)) ||
+	    asprintf(&abs, "%s/%s", cwd, *path) < 0) {
+		fprintf(stderr, PROG ": %s: %s\n", *path, strerror(errno));
+		return -1;
+	}
+	free(*path);
+	*path = abs;
+	return 0;
+}
+
 static void daemon_start(void)
 {
 	pid_t pid, parent = getpid();
@@ -367,10 +384,13 @@ static int run(struct intrfs *fs, const struct cmdline *cl,
 
 	rc = trace_init();
 	if (rc == 0 && fs->o.trace)
-		rc = trace_on(fs->o.trace);
+		rc = trace_on(fs->o.trace, fs->mountpoint);
 	if (rc) {
 		fprintf(stderr, PROG ": cannot write the trace to %s: %s\n",
-			fs->o.trace ? fs->o.trace : "/dev/null", strerror(-rc));
+			fs->o.trace ? fs->o.trace : "/dev/null",
+			rc == -EXDEV  ? "it is on the mount point" :
+			rc == -EINVAL ? "not a regular file" :
+					strerror(-rc));
 		return rc;
 	}
 	nodes_init(fs);
@@ -434,7 +454,9 @@ static int run(struct intrfs *fs, const struct cmdline *cl,
 		fprintf(stderr,
 			PROG ": no control endpoint for intrfsctl in " CTL_DIR
 			     ": %s\n",
-			strerror(-rc));
+			rc == -EADDRINUSE ? "another intrfs mount on this "
+					    "mount point has it" :
+					    strerror(-rc));
 
 	lc = fuse_loop_cfg_create();
 	fuse_loop_cfg_set_clone_fd(lc, 1);
@@ -523,6 +545,8 @@ int main(int argc, char **argv)
 	fs.mountpoint = realpath(cl.mountpoint, NULL);
 	if (!fs.mountpoint)
 		fs.mountpoint = strdup(cl.mountpoint);
+	if (make_absolute(&fs.o.logfile) || make_absolute(&fs.o.trace))
+		return 2;
 
 	if (!cl.foreground)
 		daemon_start();

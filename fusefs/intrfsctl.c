@@ -175,14 +175,17 @@ int main(int argc, char **argv)
 			}
 			/* The daemon's working directory is not ours. */
 			if (arg2[0] != '/') {
-				if (!getcwd(abs,
-					    sizeof(abs) - strlen(arg2) - 2)) {
-					fprintf(stderr, PROG ": getcwd: %s\n",
-						strerror(errno));
+				char cwd[PATH_MAX];
+
+				if (!getcwd(cwd, sizeof(cwd)) ||
+				    snprintf(abs, sizeof(abs), "%s/%s", cwd,
+					     arg2) >= (int)sizeof(abs)) {
+					fprintf(stderr,
+						PROG ": %s: no absolute path "
+						     "for it\n",
+						arg2);
 					return 2;
 				}
-				strcat(abs, "/");
-				strcat(abs, arg2);
 				arg2 = abs;
 			}
 		} else if (!arg || strcmp(arg, "off") != 0 || arg2) {

@@ -505,6 +505,9 @@ static int run_create(struct job *j)
 	if (rc)
 		return rc;
 	rc = node_entry(j->fs, node_of(j->fs, j->ino), j->name, &e, &j->entry);
+	if (rc == 0 && unsure_name(j->fs, j->ino, j->name,
+				   own_doubt(j, j->name), j->unsure_gen))
+		j->entry.entry_timeout = 0;
 	j->fi.direct_io = wants_direct_io(j->fs, j->fi.flags);
 	j->fi.keep_cache = 0;
 	return rc;

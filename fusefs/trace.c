@@ -8,7 +8,9 @@
  * The hooks run on the thread of the event, some with a transport's lock
  * held, so they must not wait on anything of ours: each line is formatted
  * on the stack and written with one write() to a descriptor opened
- * O_APPEND, which keeps lines whole.  That descriptor (slot) stays open
+ * O_APPEND, which keeps lines whole.  So the file must be a regular file
+ * off the mount (trace_on() refuses the others): a line written to the
+ * mount itself would be a request that begins a region, whose line...  That descriptor (slot) stays open
  * for the daemon's life: switching the trace off points it at /dev/null
  * with dup2(), so a hook that is writing as it happens never writes to a
  * descriptor that was closed and reused.
@@ -19,7 +21,9 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static int slot = -1; /* set once, before the hooks */
@@ -43,6 +47,38 @@ static const char *intr_name(enum task_intr k)
 	return k == TASK_INTR_FATAL ? "fatal" : "normal";
 }
 
+/* s as a JSON string's inside (quotes and controls escaped), cut to fit. */
+static void jesc(char *out, size_t len, const char *s)
+{
+	size_t o = 0;
+
+	for (; s && *s && o + 7 < len; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\') {
+			out[o++] = '\\';
+			out[o++] = (char)c;
+		} else if (c < 0x20) {
+			o += (size_t)snprintf(out + o, len - o, "\\u%04x", c);
+		} else {
+			out[o++] = (char)c;
+		}
+	}
+	out[o] = '\0';
+}
+
+/* A line cut to the buffer still ends the line. */
+static void emit_line(char *line, int n, size_t size)
+{
+	if (n < 0)
+		return;
+	if ((size_t)n >= size) {
+		n = (int)size - 1;
+		line[n - 1] = '\n';
+	}
+	emit(line, n);
+}
+
 static void on_region(const struct region_event *ev, void *arg)
 {
 	static const char *const names[] = {
@@ -52,14 +88,16 @@ static void on_region(const struct region_event *ev, void *arg)
 		[REGION_EV_INTR_DEFERRED] = "interrupt_deferred",
 		[REGION_EV_INTR_DELIVERED] = "interrupt_delivered",
 	};
-	char line[512];
+	char line[768], reason[200], file[200];
 	int n;
 
 	(void)arg;
 	/* relaxed: a line more or less around a switch does not matter. */
 	if (!atomic_load_explicit(&on, memory_order_relaxed))
 		return;
-	if (ev->type == REGION_EV_BEGIN || ev->type == REGION_EV_END)
+	if (ev->type == REGION_EV_BEGIN || ev->type == REGION_EV_END) {
+		jesc(reason, sizeof(reason), ev->site->reason);
+		jesc(file, sizeof(file), ev->site->file);
 		n = snprintf(
 			line, sizeof(line),
 			"{\"t_ns\":%" PRIu64 ",\"ev\":\"%s\",\"task\":%" PRIu64
@@ -68,18 +106,16 @@ static void on_region(const struct region_event *ev, void *arg)
 			since(), names[ev->type], ev->task_id,
 			ev->site->kind == REGION_KILLABLE ? "killable" :
 							    "uninterruptible",
-			ev->site->reason, ev->site->file, ev->site->line,
-			ev->depth);
-	else
+			reason, file, ev->site->line, ev->depth);
+	} else {
 		n = snprintf(line, sizeof(line),
 			     "{\"t_ns\":%" PRIu64
 			     ",\"ev\":\"%s\",\"task\":%" PRIu64
 			     ",\"intr\":\"%s\",\"deferral_ns\":%" PRIu64 "}\n",
 			     since(), names[ev->type], ev->task_id,
 			     intr_name(ev->intr), ev->deferral_ns);
-	if (n >= (int)sizeof(line))
-		n = (int)sizeof(line) - 1;
-	emit(line, n);
+	}
+	emit_line(line, n, sizeof(line));
 }
 
 static void on_net(const struct nc_event *ev, void *arg)
@@ -113,9 +149,7 @@ static void on_net(const struct nc_event *ev, void *arg)
 		n += snprintf(line + n, sizeof(line) - (size_t)n,
 			      ",\"rtt_ns\":%" PRIu64, ev->rtt_ns);
 	n += snprintf(line + n, sizeof(line) - (size_t)n, "}\n");
-	if (n >= (int)sizeof(line))
-		n = (int)sizeof(line) - 1;
-	emit(line, n);
+	emit_line(line, n, sizeof(line));
 }
 
 int trace_init(void)
@@ -128,15 +162,50 @@ int trace_init(void)
 	return 0;
 }
 
-int trace_on(const char *path)
+int trace_on(const char *path, const char *mountpoint)
 {
-	int fd;
+	size_t ml = strlen(mountpoint);
+	char *dir, *slash, *real;
+	struct stat st;
+	int fd, rc = 0;
 
 	if (slot < 0)
 		return -ENODEV;
-	fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	if (path[0] != '/')
+		return -EINVAL;
+	/*
+	 * Not on the mount itself: a region's trace line would be a write
+	 * to the mount, which begins a region...  The hooks write with locks
+	 * held, so the file must be one a write never waits long on.
+	 */
+	dir = strdup(path);
+	if (!dir)
+		return -ENOMEM;
+	slash = strrchr(dir, '/');
+	if (slash == dir)
+		slash[1] = '\0';
+	else
+		*slash = '\0';
+	real = realpath(dir, NULL);
+	free(dir);
+	if (!real)
+		return -errno;
+	if (strncmp(real, mountpoint, ml) == 0 &&
+	    (real[ml] == '\0' || real[ml] == '/'))
+		rc = -EXDEV;
+	free(real);
+	if (rc)
+		return rc;
+	fd = open(path,
+		  O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NONBLOCK |
+			  O_NOCTTY,
+		  0644);
 	if (fd < 0)
 		return -errno;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -EINVAL;
+	}
 	if (dup3(fd, slot, O_CLOEXEC) < 0) {
 		int err = -errno;
 

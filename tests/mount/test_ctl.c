@@ -185,6 +185,12 @@ TEST_IMPL(ctl_tasks_stats_policy)
 	ASSERT_GT(read_file(trace[1], &got), 0);
 	ASSERT_CONTAINS(got, "\"proc\":\"LOOKUP\"");
 	free(got);
+	/* Not on the mount (each line would be a request to trace). */
+	ASSERT_EQ(ctl(0, out, sizeof(out),
+		      (const char *const[]){ m.dir, "trace", "on",
+					     mpath(&m, "t.json"), NULL }),
+		  1);
+	ASSERT_CONTAINS(out, "it is on this mount");
 	unlink(trace[0]);
 	unlink(trace[1]);
 
