@@ -344,6 +344,9 @@ static void stats_out(struct intrfs *fs, FILE *f, bool table)
 	fprintf(f, "  %-18s %12" PRIu64 "  %s\n", #name, st.name, what);
 		NC_STATS_FIELDS(T_NC)
 #undef T_NC
+		fprintf(f,
+			"  %-18s %12.1f  ms since the last record or reply\n",
+			"idle", st.idle_ns / 1e6);
 		fprintf(f, "daemon:\n");
 #define T_FS(name, what)                                                     \
 	fprintf(f, "  %-18s %12" PRIu64 "  %s\n", #name,                     \
@@ -389,6 +392,7 @@ static void stats_out(struct intrfs *fs, FILE *f, bool table)
 	fprintf(f, "%s\"%s\":%" PRIu64, sep, #name, st.name), sep = ",";
 	NC_STATS_FIELDS(J_NC)
 #undef J_NC
+	fprintf(f, ",\"idle_ns\":%" PRIu64, st.idle_ns);
 	fprintf(f, "},\"daemon\":{");
 	sep = "";
 #define J_FS(name, what)                                                      \

@@ -800,4 +800,5 @@ void nc_client_stats(const nc_client_t *c, struct nc_stats *st)
 #define LOAD(f, what) st->f = atomic_load_explicit(&x->f, memory_order_relaxed);
 	NC_STATS_FIELDS(LOAD)
 #undef LOAD
+	st->idle_ns = c->nfs ? nc__xprt_idle_ns(c->nfs) : 0;
 }

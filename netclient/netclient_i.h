@@ -129,6 +129,8 @@ struct nc__xprt_cfg {
  */
 int nc__xprt_create(const struct nc__xprt_cfg *cfg, struct nc__xprt **out);
 void nc__xprt_destroy(struct nc__xprt *x);
+/* How long since x last sent a record or took a reply (0: never). */
+uint64_t nc__xprt_idle_ns(struct nc__xprt *x);
 /* The mode of the waits that start from now on (a live mode switch). */
 void nc__xprt_set_wait_mode(struct nc__xprt *x, enum task_mode mode);
 /* Task t's calls in flight with an XID (at most max); how many. */

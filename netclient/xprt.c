@@ -308,6 +308,15 @@ static enum task_mode wait_mode_of(const struct nc__xprt *x)
 						    memory_order_relaxed);
 }
 
+uint64_t nc__xprt_idle_ns(struct nc__xprt *x)
+{
+	uint64_t last = atomic_load_explicit(&x->last_io_ns,
+					     memory_order_relaxed),
+		 now = region_now_ns();
+
+	return last && now > last ? now - last : 0;
+}
+
 void nc__xprt_set_wait_mode(struct nc__xprt *x, enum task_mode mode)
 {
 	atomic_store_explicit(&x->wait_mode, (unsigned)mode,
@@ -807,6 +816,9 @@ static int xprt_send_pending(struct nc__xprt *x, struct nc__call *calls,
 				*held = true;
 			}
 			nc__count(&x->stats->sends);
+			/* relaxed: a statistic. */
+			atomic_store_explicit(&x->last_io_ns, xmit_at,
+					      memory_order_relaxed);
 			call->sends++;
 			call->last_sent_ns = xmit_at;
 			if (!call->first_sent_ns)
@@ -1048,6 +1060,7 @@ int nc__xprt_batch_notify(struct nc__xprt *x, struct nc__rpc *rpcs, unsigned n,
 			waiter.next_slot = x->slot_waiters;
 			x->slot_waiters = &waiter;
 			waiter.on_slot_list = true;
+			nc__count(&x->stats->backlog);
 		}
 		rc = task_cond_wait(&waiter.cond, &x->lock, wait_mode,
 				    until(wake));

@@ -83,6 +83,7 @@ struct nc__xprt {
 	unsigned slots;
 	struct nc__xstats *stats;
 	struct nc__pstat *pstats; /* per procedure, or NULL */
+	_Atomic uint64_t last_io_ns; /* a record last sent or a reply taken */
 
 	task_mutex_t send_lock; /* serialises records on the stream */
 	task_mutex_t lock;

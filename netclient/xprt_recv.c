@@ -133,6 +133,9 @@ static int deliver(struct nc__xprt *x, unsigned char *rec, size_t len)
 	call->reply_len = len;
 	call->reply_ns = region_now_ns();
 	nc__count(&x->stats->receives);
+	/* relaxed: a statistic. */
+	atomic_store_explicit(&x->last_io_ns, call->reply_ns,
+			      memory_order_relaxed);
 	nc__event(x, NC_EV_REPLY, call, false, false);
 	x->replied = true;
 	x->connect_failures = 0;

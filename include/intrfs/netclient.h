@@ -209,12 +209,15 @@ struct nc_pathconf {
 	X(connects, "connections made")                             \
 	X(connect_ns, "time spent connecting, ns")                  \
 	X(sends, "records sent whole (calls and retransmissions)")  \
-	X(receives, "replies taken for a call")
+	X(receives, "replies taken for a call")                     \
+	X(backlog, "calls that waited for a free slot")
 
 struct nc_stats {
 #define NC__STATS_FIELD(name, what) uint64_t name;
 	NC_STATS_FIELDS(NC__STATS_FIELD)
 #undef NC__STATS_FIELD
+	/* Not a counter: since the NFS connection last sent or received. */
+	uint64_t idle_ns;
 };
 
 /*

@@ -156,6 +156,10 @@ TEST_IMPL(ctl_tasks_stats_policy)
 		      (const char *const[]){ m.dir, "stats", NULL }),
 		  0);
 	ASSERT_CONTAINS(out, "\"daemon\":{\"interrupts\":1,");
+	/* The transport line: connects, sends, receives, idle time. */
+	ASSERT_CONTAINS(out, "\"connects\":");
+	ASSERT_CONTAINS(out, "\"receives\":");
+	ASSERT_CONTAINS(out, "\"idle_ns\":");
 	ASSERT_CONTAINS(out, "\"eintr_replies\":0");
 	ASSERT_CONTAINS(out, "\"deferred_delivered\":");
 	ASSERT_CONTAINS(out, "\"deferral_hist\":{\"<1ms\":");
