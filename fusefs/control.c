@@ -38,12 +38,6 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-static const char *const mode_names[] = {
-	[NC_KILLABLE] = "killable",
-	[NC_INTR] = "intr",
-	[NC_NOINTR] = "nointr",
-};
-
 /* A reply being written: a memstream. */
 struct out {
 	FILE *f;
@@ -51,20 +45,13 @@ struct out {
 	size_t len;
 };
 
+/* s as a JSON string (paths, names: at most PATH_MAX). */
 static void jstr(FILE *f, const char *s)
 {
-	fputc('"', f);
-	for (; s && *s; s++) {
-		unsigned char c = (unsigned char)*s;
+	char buf[6 * 4096 + 1];
 
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
-	}
-	fputc('"', f);
+	json_escape(buf, sizeof(buf), s);
+	fprintf(f, "\"%s\"", buf);
 }
 
 static const char *intr_names(unsigned bits)
@@ -151,8 +138,8 @@ static void tasks_json(struct intrfs *fs, FILE *f)
 	fprintf(f, ",\"policy\":\"%s\",\"mode\":\"%s\",\"tasks\":[",
 		region_policy_name((enum region_policy)atomic_load_explicit(
 			&fs->req_policy, memory_order_relaxed)),
-		mode_names[atomic_load_explicit(&fs->req_mode,
-						memory_order_relaxed)]);
+		nc_intr_mode_name((enum nc_intr_mode)atomic_load_explicit(
+			&fs->req_mode, memory_order_relaxed)));
 	for (size_t i = 0; i < n; i++) {
 		const struct task_info *ti = &v[i].ti;
 		char comm[64];
@@ -199,9 +186,7 @@ static void tasks_json(struct intrfs *fs, FILE *f)
 
 			fprintf(f, "%s{\"kind\":\"%s\",\"reason\":",
 				d + 1 < ti->depth ? "," : "",
-				rs->kind == REGION_KILLABLE ?
-					"killable" :
-					"uninterruptible");
+				region_kind_name(rs->kind));
 			jstr(f, rs->reason);
 			fprintf(f, ",\"file\":");
 			jstr(f, rs->file);
@@ -268,9 +253,8 @@ static void tasks_table(struct intrfs *fs, FILE *f)
 			fprintf(f,
 				"    %s region \"%s\" at %s:%d (%s), %" PRIu64
 				" ms\n",
-				rs->kind == REGION_KILLABLE ? "killable" :
-							      "uninterruptible",
-				rs->reason, rs->file, rs->line, rs->func,
+				region_kind_name(rs->kind), rs->reason,
+				rs->file, rs->line, rs->func,
 				ti->stack[d].age_ms);
 		}
 	}
@@ -492,27 +476,25 @@ static int policy_set(struct intrfs *fs, const char *name, FILE *f, bool table)
 /* The mount's intr/killable/nointr mode for requests from now on. */
 static int mode_set(struct intrfs *fs, const char *name, FILE *f, bool table)
 {
-	unsigned m, was;
+	enum nc_intr_mode m, was;
 
-	for (m = 0; m < sizeof(mode_names) / sizeof(mode_names[0]); m++)
-		if (name && mode_names[m] && strcmp(name, mode_names[m]) == 0)
-			break;
-	if (m == sizeof(mode_names) / sizeof(mode_names[0])) {
+	if (nc_intr_mode_parse(name, &m) < 0) {
 		fprintf(f, "the mode is killable, intr or nointr, not '%s'\n",
 			name ? name : "");
 		return -EINVAL;
 	}
 	/* relaxed: see req_policy. */
-	was = atomic_exchange_explicit(&fs->req_mode, m, memory_order_relaxed);
-	nc_client_set_intr_mode(fs->nc, (enum nc_intr_mode)m);
+	was = (enum nc_intr_mode)atomic_exchange_explicit(
+		&fs->req_mode, (unsigned)m, memory_order_relaxed);
+	nc_client_set_intr_mode(fs->nc, m);
 	fprintf(stderr, "intrfs: mode %s from now on (was %s), by intrfsctl\n",
-		mode_names[m], mode_names[was]);
+		nc_intr_mode_name(m), nc_intr_mode_name(was));
 	if (table)
-		fprintf(f, "mode %s from now on (was %s)\n", mode_names[m],
-			mode_names[was]);
+		fprintf(f, "mode %s from now on (was %s)\n",
+			nc_intr_mode_name(m), nc_intr_mode_name(was));
 	else
-		fprintf(f, "{\"mode\":\"%s\",\"was\":\"%s\"}\n", mode_names[m],
-			mode_names[was]);
+		fprintf(f, "{\"mode\":\"%s\",\"was\":\"%s\"}\n",
+			nc_intr_mode_name(m), nc_intr_mode_name(was));
 	return 0;
 }
 

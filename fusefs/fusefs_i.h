@@ -501,6 +501,9 @@ int notify_start(struct intrfs *fs);
 void notify_stop(struct intrfs *fs);
 void notify_inval_entry(struct intrfs *fs, fuse_ino_t parent, const char *name);
 
+/* s as the inside of a JSON string (quotes and controls escaped), cut to fit. */
+void json_escape(char *out, size_t len, const char *s);
+
 /* trace.c: the event trace; trace_init() once, before the session */
 int trace_init(void);
 /*

@@ -19,7 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* An invalidation that took longer than this is logged. */
 #define SLOW_NS 1000000000u
@@ -36,9 +35,8 @@ static void *notifier_main(void *arg)
 
 	pthread_mutex_lock(&fs->notify.lock);
 	for (;;) {
-		struct timespec t0, t1;
 		struct notify_item *it;
-		uint64_t took;
+		uint64_t t0, took;
 		int rc;
 
 		while (!fs->notify.head && !fs->notify.stop)
@@ -48,12 +46,10 @@ static void *notifier_main(void *arg)
 			break;
 		fs->notify.head = it->next;
 		pthread_mutex_unlock(&fs->notify.lock);
-		clock_gettime(CLOCK_MONOTONIC, &t0);
+		t0 = region_now_ns();
 		rc = fuse_lowlevel_notify_inval_entry(
 			fs->se, it->parent, it->name, strlen(it->name));
-		clock_gettime(CLOCK_MONOTONIC, &t1);
-		took = (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000000u +
-		       (uint64_t)t1.tv_nsec - (uint64_t)t0.tv_nsec;
+		took = region_now_ns() - t0;
 		if (took > SLOW_NS)
 			fprintf(stderr,
 				"intrfs: invalidating the entry %s took %.1f s "

@@ -47,8 +47,7 @@ static const char *intr_name(enum task_intr k)
 	return k == TASK_INTR_FATAL ? "fatal" : "normal";
 }
 
-/* s as a JSON string's inside (quotes and controls escaped), cut to fit. */
-static void jesc(char *out, size_t len, const char *s)
+void json_escape(char *out, size_t len, const char *s)
 {
 	size_t o = 0;
 
@@ -96,17 +95,16 @@ static void on_region(const struct region_event *ev, void *arg)
 	if (!atomic_load_explicit(&on, memory_order_relaxed))
 		return;
 	if (ev->type == REGION_EV_BEGIN || ev->type == REGION_EV_END) {
-		jesc(reason, sizeof(reason), ev->site->reason);
-		jesc(file, sizeof(file), ev->site->file);
-		n = snprintf(
-			line, sizeof(line),
-			"{\"t_ns\":%" PRIu64 ",\"ev\":\"%s\",\"task\":%" PRIu64
-			",\"kind\":\"%s\",\"reason\":\"%s\","
-			"\"site\":\"%s:%d\",\"depth\":%u}\n",
-			since(), names[ev->type], ev->task_id,
-			ev->site->kind == REGION_KILLABLE ? "killable" :
-							    "uninterruptible",
-			reason, file, ev->site->line, ev->depth);
+		json_escape(reason, sizeof(reason), ev->site->reason);
+		json_escape(file, sizeof(file), ev->site->file);
+		n = snprintf(line, sizeof(line),
+			     "{\"t_ns\":%" PRIu64
+			     ",\"ev\":\"%s\",\"task\":%" PRIu64
+			     ",\"kind\":\"%s\",\"reason\":\"%s\","
+			     "\"site\":\"%s:%d\",\"depth\":%u}\n",
+			     since(), names[ev->type], ev->task_id,
+			     region_kind_name(ev->site->kind), reason, file,
+			     ev->site->line, ev->depth);
 	} else {
 		n = snprintf(line, sizeof(line),
 			     "{\"t_ns\":%" PRIu64

@@ -22,7 +22,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 struct unsure_name {
 	struct unsure_name *next;
@@ -32,14 +31,6 @@ struct unsure_name {
 	bool doubted; /* an op on it failed: its end bumps gen */
 	char name[];
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 void unsure_init(struct intrfs *fs)
 {
@@ -119,7 +110,7 @@ bool unsure_begin(struct intrfs *fs, fuse_ino_t dir, const char *name)
 void unsure_end(struct intrfs *fs, fuse_ino_t dir, const char *name,
 		uint64_t grace_ns)
 {
-	uint64_t now = now_ns();
+	uint64_t now = region_now_ns();
 	struct unsure_name *u;
 
 	pthread_mutex_lock(&fs->unsure.lock);
@@ -144,7 +135,7 @@ uint64_t unsure_gen(struct intrfs *fs)
 bool unsure_name(struct intrfs *fs, fuse_ino_t dir, const char *name,
 		 unsigned own, uint64_t since_gen)
 {
-	uint64_t now = now_ns();
+	uint64_t now = region_now_ns();
 	struct unsure_name *u;
 	bool doubt;
 

@@ -141,6 +141,26 @@ static const struct opt_def opt_defs[] = {
 
 #define OPT_NDEFS (sizeof(opt_defs) / sizeof(opt_defs[0]))
 
+const char *nc_intr_mode_name(enum nc_intr_mode m)
+{
+	for (size_t i = 0; i < OPT_NDEFS; i++)
+		if (opt_defs[i].kind == OPT_INTR_MODE &&
+		    opt_defs[i].value == (unsigned)m)
+			return opt_defs[i].name;
+	return "?";
+}
+
+int nc_intr_mode_parse(const char *name, enum nc_intr_mode *m)
+{
+	for (size_t i = 0; name && i < OPT_NDEFS; i++)
+		if (opt_defs[i].kind == OPT_INTR_MODE &&
+		    strcmp(opt_defs[i].name, name) == 0) {
+			*m = (enum nc_intr_mode)opt_defs[i].value;
+			return 0;
+		}
+	return -EINVAL;
+}
+
 static const struct opt_def *opt_find(const char *key)
 {
 	for (size_t i = 0; i < OPT_NDEFS; i++)

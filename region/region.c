@@ -89,7 +89,7 @@ int region_policy_parse(const char *name, enum region_policy *policy)
 	return -EINVAL;
 }
 
-static const char *kind_name(enum region_kind kind)
+const char *region_kind_name(enum region_kind kind)
 {
 	return kind == REGION_UNINTERRUPTIBLE ? "uninterruptible" : "killable";
 }
@@ -296,8 +296,8 @@ size_t region__format_stack(char *buf, size_t len,
 			continue;
 		off += snprintf(buf + off, len - off,
 				"  #%u %s \"%s\" begun at %s:%d (%s)", i,
-				kind_name(s->kind), s->reason, s->file, s->line,
-				s->func);
+				region_kind_name(s->kind), s->reason, s->file,
+				s->line, s->func);
 		if (off < len && st && now >= st)
 			off += snprintf(buf + off, len - off,
 					", %" PRIu64 " ms ago", now - st);
@@ -360,8 +360,8 @@ void region__overflow(const struct region_site *site)
 {
 	region__report("region stack overflow: %d regions deep at the begin "
 		       "of %s \"%s\" at %s:%d (%s)",
-		       REGION_MAX_DEPTH, kind_name(site->kind), site->reason,
-		       site->file, site->line, site->func);
+		       REGION_MAX_DEPTH, region_kind_name(site->kind),
+		       site->reason, site->file, site->line, site->func);
 	abort();
 }
 
@@ -375,7 +375,7 @@ void region__unbalanced(struct region_state *rs, enum region_kind kind,
 	if (d == 0) {
 		region__report("unbalanced region end: region_end_%s() at "
 			       "%s:%d with no region open",
-			       kind_name(kind), file, line);
+			       region_kind_name(kind), file, line);
 	} else {
 		const struct region_site *top = atomic_load_explicit(
 			&rs->stack[d - 1].site, memory_order_relaxed);
@@ -385,9 +385,9 @@ void region__unbalanced(struct region_state *rs, enum region_kind kind,
 			       "%s:%d does not match the innermost region, "
 			       "%s \"%s\" begun at %s:%d (%s)\nregion stack, "
 			       "innermost first:\n%s",
-			       kind_name(kind), file, line,
-			       kind_name(top->kind), top->reason, top->file,
-			       top->line, top->func, stack);
+			       region_kind_name(kind), file, line,
+			       region_kind_name(top->kind), top->reason,
+			       top->file, top->line, top->func, stack);
 	}
 	abort();
 }

@@ -107,6 +107,11 @@ struct nc_opts {
  */
 void nc_opts_init(struct nc_opts *o);
 
+/* The option that names mode m ("killable", "intr", "nointr"). */
+const char *nc_intr_mode_name(enum nc_intr_mode m);
+/* Sets *m from such a name: 0, or -EINVAL. */
+int nc_intr_mode_parse(const char *name, enum nc_intr_mode *m);
+
 /*
  * Parses a comma-separated option string into o.  An option netclient does
  * not know is handed to unknown() (when not NULL), which returns 0 if it

@@ -469,6 +469,8 @@ uint64_t region_clock_ms(void);
 uint64_t region_now_ns(void);
 
 const char *task_mode_name(enum task_mode mode);
+/* "killable" or "uninterruptible". */
+const char *region_kind_name(enum region_kind kind);
 const char *region_policy_name(enum region_policy policy);
 /* Returns 0 and sets *policy, or -EINVAL. */
 int region_policy_parse(const char *name, enum region_policy *policy);

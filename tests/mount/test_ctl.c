@@ -62,6 +62,16 @@ static int ctl(char *out, size_t len, const char *const *args)
 	return WEXITSTATUS(st);
 }
 
+/* m's file f, len zero bytes, written on the export. */
+static void put_file(const struct mnt *m, size_t len)
+{
+	char *buf = calloc(1, len);
+
+	ASSERT_NOT_NULL(buf);
+	write_file(lpath(m, "f"), buf, len);
+	free(buf);
+}
+
 /*
  * A reader of 64 KiB of m's file f (O_DIRECT, a SIGINT handler) whose READ
  * the stalled server s holds: the server stays stopped.
@@ -128,7 +138,7 @@ TEST_IMPL(ctl_tasks_stats_policy)
 	struct probe p;
 	struct probe_result r;
 	struct mnt m;
-	char want[64], opts[200], trace[2][100], *buf, *got;
+	char want[64], opts[200], trace[2][100], *got;
 	int status;
 
 	srv_get(&s);
@@ -140,10 +150,7 @@ TEST_IMPL(ctl_tasks_stats_policy)
 	snprintf(opts, sizeof(opts), "hard,killable,actimeo=60,trace=%s",
 		 trace[0]);
 	mnt_start(&m, &s, opts);
-	buf = calloc(1, 1 << 20);
-	ASSERT_NOT_NULL(buf);
-	write_file(lpath(&m, "f"), buf, 1 << 20);
-	free(buf);
+	put_file(&m, 1 << 20);
 
 	/* Nothing in flight. */
 	ASSERT_EQ(ctl(out, sizeof(out),
@@ -272,15 +279,12 @@ TEST_IMPL(ctl_watchdog_and_usr1)
 	struct test_server s;
 	struct probe p;
 	struct mnt m;
-	char log[32768], *buf;
+	char log[32768];
 	int status;
 
 	srv_get(&s);
 	mnt_start(&m, &s, "hard,nointr,hung_timeout=0");
-	buf = calloc(1, 65536);
-	ASSERT_NOT_NULL(buf);
-	write_file(lpath(&m, "f"), buf, 65536);
-	free(buf);
+	put_file(&m, 65536);
 	ASSERT_EQ(ctl(out, sizeof(out),
 		      (const char *const[]){ m.dir, "watchdog", "1", NULL }),
 		  0);
@@ -331,14 +335,10 @@ TEST_IMPL(ctl_mode_switch)
 	static char out[4096];
 	struct test_server s;
 	struct mnt m;
-	char *buf;
 
 	srv_get(&s);
 	mnt_start(&m, &s, "hard,killable");
-	buf = calloc(1, 65536);
-	ASSERT_NOT_NULL(buf);
-	write_file(lpath(&m, "f"), buf, 65536);
-	free(buf);
+	put_file(&m, 65536);
 	ASSERT(!read_interrupted(&m, &s));
 	ASSERT_EQ(ctl(out, sizeof(out),
 		      (const char *const[]){ m.dir, "mode", "intr", NULL }),
