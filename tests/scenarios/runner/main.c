@@ -33,6 +33,11 @@ static const char usage_text[] =
 	"Options:\n"
 	"  --mount-opts OPTS    appended to every scenario's mount options\n"
 	"                       (e.g. policy=percall)\n"
+	"  --client intrfs|kernel\n"
+	"                       who mounts: intrfs (default), or the kernel's\n"
+	"                       own NFSv3 client (mount -t nfs; the options it\n"
+	"                       does not have are dropped and named in the\n"
+	"                       JSON); mount-scripts/oracle runs this in a VM\n"
 	"  --json FILE          one JSON object per scenario, a line each\n"
 	"                       (appended; - for stdout)\n"
 	"  --check              only parse the files; print them in canonical form\n"
@@ -94,7 +99,8 @@ int main(int argc, char **argv)
 		O_KEEP,
 		O_INTRFS,
 		O_NETFAULT,
-		O_SCRIPTS
+		O_SCRIPTS,
+		O_CLIENT
 	};
 	static const struct option longopts[] = {
 		{ "server-dir", required_argument, NULL, O_SERVER_DIR },
@@ -109,6 +115,7 @@ int main(int argc, char **argv)
 		{ "intrfs", required_argument, NULL, O_INTRFS },
 		{ "netfault", required_argument, NULL, O_NETFAULT },
 		{ "scripts", required_argument, NULL, O_SCRIPTS },
+		{ "client", required_argument, NULL, O_CLIENT },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -176,6 +183,14 @@ int main(int argc, char **argv)
 		case O_SCRIPTS:
 			snprintf(paths.scripts, sizeof(paths.scripts), "%s",
 				 optarg);
+			break;
+		case O_CLIENT:
+			if (!strcmp(optarg, "kernel"))
+				rig.kernel = true;
+			else if (strcmp(optarg, "intrfs"))
+				return usage_error("--client: '%s' is neither "
+						   "intrfs nor kernel",
+						   optarg);
 			break;
 		case 'v':
 			rig.verbose = true;

@@ -254,6 +254,81 @@ void rig_dir_remove(struct rig *r)
 		nftw(r->local, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/*
+ * The kernel's own NFS client has no intrfs options: the ones it knows
+ * pass (hard, soft, softerr, timeo=, retrans=, the attribute cache's...;
+ * intr and nointr too, which it takes and ignores), the others (killable,
+ * policy=, send=, hung_timeout=...) are dropped and named in dropped.
+ */
+static const char *const kernel_nfs_opts[] = {
+	"hard",	      "soft",	      "softerr",     "softreval", "nosoftreval",
+	"intr",	      "nointr",	      "timeo",	     "retrans",	  "ac",
+	"noac",	      "actimeo",      "acregmin",    "acregmax",  "acdirmin",
+	"acdirmax",   "rsize",	      "wsize",	     "cto",	  "nocto",
+	"sync",	      "async",	      "lookupcache", "rdirplus",  "nordirplus",
+	"sharecache", "nosharecache",
+};
+
+void rig_kernel_opts(const char *opts, char *out, size_t len, char *dropped,
+		     size_t dlen)
+{
+	char buf[SCN_TEXT_MAX * 2], *save = NULL;
+
+	out[0] = dropped[0] = '\0';
+	snprintf(buf, sizeof(buf), "%s", opts);
+	for (char *o = strtok_r(buf, ",", &save); o;
+	     o = strtok_r(NULL, ",", &save)) {
+		size_t klen = strcspn(o, "=");
+		bool known = false;
+
+		for (size_t i = 0;
+		     i < sizeof(kernel_nfs_opts) / sizeof(kernel_nfs_opts[0]);
+		     i++)
+			if (strlen(kernel_nfs_opts[i]) == klen &&
+			    !strncmp(o, kernel_nfs_opts[i], klen))
+				known = true;
+		if (known)
+			snprintf(out + strlen(out), len - strlen(out), ",%s",
+				 o);
+		else
+			snprintf(dropped + strlen(dropped),
+				 dlen - strlen(dropped), "%s%s",
+				 dropped[0] ? "," : "", o);
+	}
+}
+
+/*
+ * The kernel's NFSv3 client on r->mnt, through netfault's ports, as
+ * mount.nfs would ask it (the text options with addr=), with no locking
+ * (no lockd or statd in the guest).
+ */
+static int kernel_mount(struct rig *r, const char *opts, char *err, size_t len)
+{
+	char source[SCN_TEXT_MAX + 160], kopts[SCN_TEXT_MAX * 2];
+	char o[SCN_TEXT_MAX * 3 + 256];
+
+	rig_kernel_opts(opts, kopts, sizeof(kopts), r->dropped,
+			sizeof(r->dropped));
+	snprintf(source, sizeof(source), "%s:%s", r->srv->host, r->local);
+	snprintf(o, sizeof(o),
+		 "vers=3,proto=tcp,mountproto=tcp,nolock,addr=%s,"
+		 "mountaddr=%s,port=%u,mountport=%u%s",
+		 r->srv->host, r->srv->host, r->nf_nfs_port, r->nf_mount_port,
+		 kopts);
+	snprintf(r->kernel_opts, sizeof(r->kernel_opts), "%s", o);
+	if (mount(source, r->mnt, "nfs", 0, o) < 0) {
+		snprintf(err, len, "mount -t nfs %s %s -o %s: %s", source,
+			 r->mnt, o, strerror(errno));
+		rmdir(r->mnt);
+		r->mnt[0] = '\0';
+		return -1;
+	}
+	say(r, "kernel NFS mounts %s on %s -o %s%s%s", source, r->mnt, o,
+	    r->dropped[0] ? " (not for the kernel: " : "",
+	    r->dropped[0] ? r->dropped : "");
+	return 0;
+}
+
 int rig_mount(struct rig *r, const char *opts, char *err, size_t len)
 {
 	uint64_t end = ms_now() + MOUNT_DEADLINE_MS;
@@ -268,6 +343,8 @@ int rig_mount(struct rig *r, const char *opts, char *err, size_t len)
 		r->mnt[0] = '\0';
 		return -1;
 	}
+	if (r->kernel)
+		return kernel_mount(r, opts, err, len);
 	snprintf(r->mnt_log, sizeof(r->mnt_log), "%s.log", r->mnt);
 	snprintf(source, sizeof(source), "%s:%s", r->srv->host, r->local);
 	snprintf(o, sizeof(o), "port=%u,mountport=%u%s%s", r->nf_nfs_port,
@@ -378,6 +455,15 @@ int rig_umount(struct rig *r, char *err, size_t len)
 
 	if (!r->mnt[0])
 		return 0;
+	if (r->kernel) {
+		/* A hung kernel mount: forced, then detached. */
+		if (umount2(r->mnt, 0) < 0 && errno != EINVAL &&
+		    umount2(r->mnt, MNT_FORCE) < 0 && errno != EINVAL)
+			umount2(r->mnt, MNT_DETACH);
+		rmdir(r->mnt);
+		r->mnt[0] = '\0';
+		return 0;
+	}
 	if (umount2(r->mnt, 0) < 0 && errno != EINVAL)
 		umount2(r->mnt, MNT_DETACH);
 	while (r->daemon > 0 &&

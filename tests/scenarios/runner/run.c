@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -22,6 +23,19 @@
 #define READY_DEADLINE_MS 15000
 #define BLOCKED_WAIT_NS 10000000000ull
 #define WHY_MAX 1024
+#define STACK_MAX 1024
+/* The second look at a process still blocked after the signal. */
+#define AFTER_SIGNAL_NS 250000000ull
+/* With no signal, where the process is at this time. */
+#define NO_SIGNAL_LOOK_NS 300000000ull
+
+/* Where a process sleeps in the kernel, read from /proc. */
+struct kwhere {
+	bool taken;
+	char state; /* /proc/PID/stat's state: R, S, D... */
+	char wchan[64];
+	char stack[STACK_MAX]; /* function [module] per line, innermost first */
+};
 
 struct rig *run_current_rig;
 volatile sig_atomic_t run_stop;
@@ -34,6 +48,8 @@ struct proc {
 	uint64_t end_ns;
 	const char *state; /* what the export holds, or NULL */
 	char state_why[WHY_MAX];
+	/* Where it slept when the signal came, and 250 ms later. */
+	struct kwhere at_signal, after_signal;
 };
 
 /* What one scenario run found. */
@@ -180,16 +196,99 @@ static unsigned live_count(const struct scenario *s, const struct outcome *o)
 	return n;
 }
 
-static bool all_blocked(const struct scenario *s, const struct outcome *o)
+/* Whether pid sleeps in the kernel's NFS client (its RPC or its pages). */
+static bool in_kernel_nfs(pid_t pid)
+{
+	char path[64], wchan[128] = "";
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/wchan", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, wchan, sizeof(wchan) - 1);
+	close(fd);
+	wchan[n > 0 ? n : 0] = '\0';
+	return strstr(wchan, "rpc") || strstr(wchan, "nfs") ||
+	       strstr(wchan, "folio") || strstr(wchan, "writeback");
+}
+
+static bool all_blocked(const struct scenario *s, const struct rig *r,
+			const struct outcome *o)
 {
 	for (unsigned k = 0; k < s->procs; k++)
-		if (!o->procs[k].ended && !proc_in_fuse(o->procs[k].pid))
+		if (!o->procs[k].ended &&
+		    !(r->kernel ? in_kernel_nfs(o->procs[k].pid) :
+				  proc_in_fuse(o->procs[k].pid)))
 			return false;
 	return true;
 }
 
+static size_t read_proc_file(pid_t pid, const char *name, char *buf, size_t len)
+{
+	char path[64];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	return n > 0 ? (size_t)n : 0;
+}
+
+/*
+ * Where pid sleeps: its state, wait channel and kernel stack, each frame
+ * as "function [module]" ("[<0>] rpc_wait_bit_killable+0x1e/0x90 [sunrpc]"
+ * in /proc/PID/stack).
+ */
+static void look_where(pid_t pid, struct kwhere *w)
+{
+	char buf[4096], *save = NULL, *rp;
+
+	memset(w, 0, sizeof(*w));
+	if (read_proc_file(pid, "stat", buf, sizeof(buf)) &&
+	    (rp = strrchr(buf, ')')) && rp[1] == ' ')
+		w->state = rp[2];
+	read_proc_file(pid, "wchan", w->wchan, sizeof(w->wchan));
+	if (!strcmp(w->wchan, "0"))
+		w->wchan[0] = '\0';
+	if (read_proc_file(pid, "stack", buf, sizeof(buf)))
+		for (char *l = strtok_r(buf, "\n", &save); l;
+		     l = strtok_r(NULL, "\n", &save)) {
+			char *fn = strchr(l, ']'), *plus, *mod;
+			size_t used = strlen(w->stack);
+
+			fn = fn ? fn + 1 : l;
+			fn += strspn(fn, " ");
+			plus = strchr(fn, '+');
+			mod = strchr(fn, '[');
+			if (plus)
+				*plus = '\0';
+			snprintf(w->stack + used, sizeof(w->stack) - used,
+				 "%s%s%s%s", used ? "\n" : "", fn,
+				 mod ? " " : "", mod ? mod : "");
+		}
+	w->taken = true;
+}
+
+static void look_all(const struct scenario *s, struct outcome *o, bool after)
+{
+	for (unsigned k = 0; k < s->procs; k++)
+		if (!o->procs[k].ended)
+			look_where(o->procs[k].pid,
+				   after ? &o->procs[k].after_signal :
+					   &o->procs[k].at_signal);
+}
+
 static void send_signal(const struct scenario *s, struct outcome *o)
 {
+	if (!o->sig_ns)
+		look_all(s, o, false);
 	for (unsigned k = 0; k < s->procs; k++)
 		if (!o->procs[k].ended)
 			kill(o->procs[k].pid, s->sig);
@@ -280,6 +379,8 @@ static void timeline(const struct scenario *s, struct rig *r, struct outcome *o)
 	bool applied[SCN_FAULTS_MAX] = { 0 }, lifted[SCN_FAULTS_MAX] = { 0 };
 	long ids[SCN_FAULTS_MAX] = { 0 };
 	uint64_t next_sig = s->sig ? s->sig_at_ns : UINT64_MAX;
+	/* The look at where the processes sleep (see struct kwhere). */
+	uint64_t next_look = s->sig ? UINT64_MAX : NO_SIGNAL_LOOK_NS;
 	bool hung = false;
 	char c = 'g';
 
@@ -339,17 +440,25 @@ static void timeline(const struct scenario *s, struct rig *r, struct outcome *o)
 		}
 		t = now_ns() - o->t0;
 		if (next_sig <= t) {
-			if (s->when_blocked && !all_blocked(s, o) &&
+			if (s->when_blocked && !all_blocked(s, r, o) &&
 			    t < s->sig_at_ns + BLOCKED_WAIT_NS) {
 				next_sig = t + 1000000;
 			} else {
+				if (!o->sig_ns)
+					next_look = t + AFTER_SIGNAL_NS;
 				send_signal(s, o);
 				next_sig = s->every_ns ? t + s->every_ns :
 							 UINT64_MAX;
 			}
 		}
+		if (next_look <= t) {
+			look_all(s, o, s->sig != 0);
+			next_look = UINT64_MAX;
+		}
 		if (next_sig < next)
 			next = next_sig;
+		if (next_look < next)
+			next = next_look;
 		if (!hung && t >= s->timeout_ns) {
 			kill_all(s, o);
 			hung = true;
@@ -483,8 +592,30 @@ static void json_str(FILE *f, const char *str)
 	fputc('"', f);
 }
 
+/* ,"key":{"state":"D","wchan":...,"stack":[...]} when it was taken. */
+static void json_where(FILE *f, const char *key, const struct kwhere *w)
+{
+	char buf[STACK_MAX], *save = NULL;
+	bool first = true;
+
+	if (!w->taken)
+		return;
+	fprintf(f, ",\"%s\":{\"state\":\"%c\",\"wchan\":", key,
+		w->state ? w->state : '?');
+	json_str(f, w->wchan);
+	fprintf(f, ",\"stack\":[");
+	snprintf(buf, sizeof(buf), "%s", w->stack);
+	for (char *l = strtok_r(buf, "\n", &save); l;
+	     l = strtok_r(NULL, "\n", &save)) {
+		fprintf(f, "%s", first ? "" : ",");
+		json_str(f, l);
+		first = false;
+	}
+	fprintf(f, "]}");
+}
+
 static void json_out(const struct scenario *s, const struct outcome *o,
-		     const char *opts, FILE *f)
+		     const struct rig *r, const char *opts, FILE *f)
 {
 	fprintf(f, "{\"name\":");
 	json_str(f, s->name);
@@ -494,6 +625,19 @@ static void json_out(const struct scenario *s, const struct outcome *o,
 	json_str(f, s->about);
 	fprintf(f, ",\"op\":\"%s\",\"mount\":", scn_op_name(s->op));
 	json_str(f, opts);
+	fprintf(f, ",\"client\":\"%s\"", r->kernel ? "kernel" : "intrfs");
+	if (r->kernel) {
+		struct utsname u;
+
+		fprintf(f, ",\"kernel_mount\":");
+		json_str(f, r->kernel_opts);
+		fprintf(f, ",\"not_for_kernel\":");
+		json_str(f, r->dropped);
+		if (uname(&u) == 0) {
+			fprintf(f, ",\"kernel\":");
+			json_str(f, u.release);
+		}
+	}
 	fprintf(f, ",\"pass\":%s", o->passed ? "true" : "false");
 	if (o->error[0]) {
 		fprintf(f, ",\"error\":");
@@ -520,6 +664,8 @@ static void json_out(const struct scenario *s, const struct outcome *o,
 			fprintf(f, ",\"latency_ms\":%.3f", lat);
 		fprintf(f, ",\"export\":");
 		json_str(f, p->state ? p->state : "bad");
+		json_where(f, "at_signal", &p->at_signal);
+		json_where(f, "after_signal", &p->after_signal);
 		fprintf(f, "}");
 	}
 	fprintf(f, "],\"resets\":%lld,\"faults_applied\":%lld,\"checks\":[",
@@ -676,7 +822,7 @@ out:
 	rig_netfault_stop(r);
 	print_line(s, o);
 	if (json)
-		json_out(s, o, opts, json);
+		json_out(s, o, r, opts, json);
 	if (o->passed && !keep)
 		rig_dir_remove(r);
 	else if (r->local[0])

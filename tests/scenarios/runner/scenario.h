@@ -182,6 +182,10 @@ struct rig {
 	const struct rig_server *srv;
 	const struct rig_paths *paths;
 	bool verbose;
+	/* The kernel's NFS client mounts, not intrfs (the oracle). */
+	bool kernel;
+	char kernel_opts[SCN_TEXT_MAX * 3 + 256]; /* what mount(2) got */
+	char dropped[SCN_TEXT_MAX]; /* options the kernel does not have */
 	/* netfault */
 	pid_t nf_pid;
 	unsigned nf_nfs_port, nf_mount_port;
@@ -226,6 +230,12 @@ long long rig_json_number(const char *ans, const char *key);
 /* Makes the scenario's directory on the export. */
 int rig_dir_make(struct rig *r, unsigned seq, char *err, size_t len);
 void rig_dir_remove(struct rig *r);
+/*
+ * The kernel NFS client's share of intrfs mount options opts: ",hard,..."
+ * in out (each with a leading comma), the others in dropped.
+ */
+void rig_kernel_opts(const char *opts, char *out, size_t len, char *dropped,
+		     size_t dlen);
 /* Mounts the scenario's directory through netfault with opts. */
 int rig_mount(struct rig *r, const char *opts, char *err, size_t len);
 /* Unmounts; 0, or -1 when the daemon had to be killed. */
