@@ -90,11 +90,15 @@ struct nc__xstats {
 
 /*
  * How a transport times a call out, in the shape of Linux's struct
- * rpc_timeout (to_initial, to_increment, to_maxval, to_retries): the first
- * wait for a reply is initial_ns; each retransmission waits increment_ns
- * longer, never more than max_ns; after retries retransmissions comes a
- * major timeout, and mode says what it does: a hard call starts over from
- * initial_ns, a soft one fails with -EIO, a softerr one with -ETIMEDOUT.
+ * rpc_timeout (to_initial, to_increment, to_maxval, to_retries), timed as
+ * Linux times it: the major timeout falls initial_ns + retries *
+ * increment_ns (at most max_ns) after the first transmission
+ * (xprt_calc_majortimeo); the first wait for a reply is initial_ns, each
+ * retransmission waits increment_ns longer, and no wait goes past the
+ * major timeout (xprt_request_timeout).  mode says what the major timeout
+ * does: a hard call starts over from initial_ns with the next major
+ * timeout as far again, a soft one fails with -EIO, a softerr one with
+ * -ETIMEDOUT.  timeo=5,retrans=1: sent at 0 and 0.5 s, failed at 1.0 s.
  * nc__timeout_of() makes one from timeo= and retrans=.
  */
 struct nc__timeout {

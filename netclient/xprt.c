@@ -77,17 +77,24 @@
 
 /* Timing. */
 
-/* A soft call's whole budget: the first timeout, then one per retry. */
+/*
+ * From a call's first transmission (or a hard call's last major timeout)
+ * to its major timeout: the first timeout and an increment per retry, at
+ * most max_ns, as Linux's xprt_calc_majortimeo() has it.
+ */
 static uint64_t major_budget(const struct nc__timeout *to)
 {
-	uint64_t t = 0;
+	uint64_t t = to->initial_ns + (uint64_t)to->retries * to->increment_ns;
 
-	for (unsigned i = 0; i <= to->retries; i++) {
-		uint64_t step = to->initial_ns + i * to->increment_ns;
+	return t && t < to->max_ns ? t : to->max_ns;
+}
 
-		t += step < to->max_ns ? step : to->max_ns;
-	}
-	return t;
+/* The next timeout's deadline: no wait goes past the major timeout. */
+static void set_deadline(struct nc__call *call, uint64_t now)
+{
+	call->deadline_ns = now + call->timeout_ns;
+	if (call->deadline_ns > call->major_ns)
+		call->deadline_ns = call->major_ns;
 }
 
 uint64_t nc__xprt_dead_after(const struct nc__xprt *x)
@@ -695,8 +702,10 @@ static int soft_timeout(struct nc__xprt *x)
  */
 static int call_timeout(struct nc__xprt *x, struct nc__call *call)
 {
-	call->minor++;
-	if (call->minor <= x->timeout.retries) {
+	uint64_t now = region_now_ns();
+
+	if (now < call->major_ns) {
+		call->minor++;
 		call->timeout_ns += x->timeout.increment_ns;
 		if (call->timeout_ns > x->timeout.max_ns)
 			call->timeout_ns = x->timeout.max_ns;
@@ -719,13 +728,14 @@ static int call_timeout(struct nc__xprt *x, struct nc__call *call)
 		/* As Linux does after a major timeout: start over. */
 		call->minor = 0;
 		call->timeout_ns = x->timeout.initial_ns;
+		call->major_ns = now + major_budget(&x->timeout);
 	}
 	if (call->state == NC__CALL_SENT) {
 		call->state = NC__CALL_UNSENT;
 		nc__count(&x->stats->retransmits);
 		nc__event(x, NC_EV_RETRANSMIT, call, false, false);
 	}
-	call->deadline_ns = region_now_ns() + call->timeout_ns;
+	set_deadline(call, now);
 	return 0;
 }
 
@@ -911,6 +921,30 @@ static bool can_send_now(struct nc__xprt *x, struct nc__call *calls, unsigned n)
 	return false;
 }
 
+/*
+ * Whether a call of the batch waits for a connection the transport does
+ * not have.  Nobody may wake it when that changes: the connection can go
+ * while its sender was still in send_record() (the receiver woke the calls
+ * that were waiting, and this one was not yet), and another task's connect
+ * can fail.  Called with x->lock held.
+ */
+static bool wants_connection(const struct nc__xprt *x,
+			     const struct nc__call *calls, unsigned n)
+{
+	if (x->conn == NC__CONN_UP)
+		return false;
+	for (unsigned i = 0; i < n; i++) {
+		const struct nc__call *call = &calls[i];
+
+		if (call->state == NC__CALL_SENT)
+			return true;
+		if (call->state == NC__CALL_UNSENT &&
+		    (call->has_slot || x->inflight < x->slots))
+			return true;
+	}
+	return false;
+}
+
 /* Every call has gone out whole at least once, or has its reply. */
 static bool all_sent(struct nc__call *calls, unsigned n)
 {
@@ -993,10 +1027,10 @@ int nc__xprt_batch_notify(struct nc__xprt *x, struct nc__rpc *rpcs, unsigned n,
 		call->waiter = &waiter;
 		call->xid = x->next_xid++;
 		call->timeout_ns = x->timeout.initial_ns;
-		call->deadline_ns = start + call->timeout_ns;
-		call->giveup_ns = x->timeout.mode == NC_HARD ?
-					  0 :
-					  start + major_budget(&x->timeout);
+		call->major_ns = start + major_budget(&x->timeout);
+		set_deadline(call, start);
+		call->giveup_ns = x->timeout.mode == NC_HARD ? 0 :
+							       call->major_ns;
 		call->state = NC__CALL_UNSENT;
 	}
 	task_mutex_unlock(&x->lock);
@@ -1056,6 +1090,19 @@ int nc__xprt_batch_notify(struct nc__xprt *x, struct nc__rpc *rpcs, unsigned n,
 		wake = next_deadline(calls, n);
 		if (rc == -EAGAIN && retry_at && retry_at < wake)
 			wake = retry_at;
+		if (wants_connection(x, calls, n)) {
+			uint64_t now = region_now_ns();
+			/* Down: connect when the backoff allows; connecting:
+			 * look again soon (a failed attempt wakes nobody). */
+			uint64_t at = x->conn == NC__CONN_DOWN ?
+					      x->next_connect_ns :
+					      now + CONNECT_BACKOFF_MIN_NS;
+
+			if (at <= now)
+				continue;
+			if (at < wake)
+				wake = at;
+		}
 		if (x->inflight >= x->slots && !waiter.on_slot_list) {
 			waiter.next_slot = x->slot_waiters;
 			x->slot_waiters = &waiter;

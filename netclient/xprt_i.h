@@ -55,6 +55,7 @@ struct nc__call {
 	uint64_t sent_gen;
 	uint64_t deadline_ns; /* when the current timeout expires */
 	uint64_t timeout_ns; /* the current timeout */
+	uint64_t major_ns; /* when its major timeout falls */
 	uint64_t giveup_ns; /* soft: when the major timeout ends it; 0 */
 	unsigned minor; /* retransmissions since the last major */
 	/* For the per-procedure counters. */

@@ -341,7 +341,11 @@ TEST_IMPL(xprt_major_timeout_soft)
 {
 	for (size_t i = 0; i < ARRAY_SIZE(timeout_cases); i++) {
 		struct fake_rpc *f = fake_rpc_start(0);
-		/* timeo=1 retrans=2: 100 + 200 + 300 ms, then give up. */
+		/*
+		 * timeo=1 retrans=2: the major timeout at 100 + 2 x 100 =
+		 * 300 ms (Linux's xprt_calc_majortimeo); sent at 0 and at
+		 * 100 ms, whose wait (200 ms) is cut at the major timeout.
+		 */
 		struct nc_opts o =
 			opts_of(timeout_cases[i].mode, NC_KILLABLE, 1, 2);
 		struct nc__xstats st = { 0 };
@@ -352,11 +356,11 @@ TEST_IMPL(xprt_major_timeout_soft)
 		fake_rpc_set(f, FAKE_DROP, 1000);
 		t0 = region_now_ns();
 		ASSERT_EQ(echo(x, 10), timeout_cases[i].want);
-		ASSERT_GE(region_now_ns() - t0, 550000000u);
-		ASSERT_LT(region_now_ns() - t0, 3000000000u);
-		ASSERT_EQ(fake_rpc_seen(f, NULL, 0), 3); /* 1 + retrans */
+		ASSERT_GE(region_now_ns() - t0, 290000000u);
+		ASSERT_LT(region_now_ns() - t0, 1000000000u);
+		ASSERT_EQ(fake_rpc_seen(f, NULL, 0), 2);
 		ASSERT_EQ(stat_of(&st.major_timeouts), 1);
-		ASSERT_EQ(stat_of(&st.retransmits), 2);
+		ASSERT_EQ(stat_of(&st.retransmits), 1);
 		nc__xprt_destroy(x);
 		leave_task(t);
 		fake_rpc_stop(f);
@@ -374,7 +378,10 @@ TEST_IMPL(xprt_major_timeout_hard)
 	char path[64], log[4096];
 	int saved;
 
-	/* Past two major timeouts (100 + 200 ms each), then answered. */
+	/*
+	 * Past two major timeouts (at 200 and 400 ms: 100 + 100 each; sent
+	 * every 100 ms), then answered.
+	 */
 	fake_rpc_set(f, FAKE_DROP, 5);
 	saved = capture_stderr(path, sizeof(path));
 	ASSERT_EQ(echo(x, 10), 0);
@@ -557,12 +564,12 @@ TEST_IMPL(xprt_closed_at_once_backs_off)
 	ASSERT_EQ(pthread_create(&th, NULL, closer_main, &c), 0);
 	x = make_xprt(ntohs(sin.sin_port), &soft, &st);
 	t0 = region_now_ns();
-	/* timeo=10, retrans=1: the major timeout at 1 + 2 = 3 s. */
+	/* timeo=10, retrans=1: the major timeout at 1 + 1 = 2 s. */
 	ASSERT_EQ(echo(x, 1), -EIO);
 	ns = region_now_ns() - t0;
 	n = atomic_load(&c.accepted);
 	fprintf(stderr, "%u connections in %.2f s\n", n, (double)ns / 1e9);
-	/* 0, 0.1, 0.3, 0.7, 1.5 s (then 2 s apart): 5 or 6 within 3 s. */
+	/* 0, 0.1, 0.3, 0.7, 1.5 s: 5 within 2 s. */
 	ASSERT_GE(n, 3);
 	ASSERT_LE(n, 8);
 	nc__xprt_destroy(x);
@@ -875,7 +882,7 @@ TEST_IMPL(xprt_interrupt_mid_record)
 
 /*
  * A soft transport gives a record stuck half sent until the call's major
- * timeout (timeo 0.2 s, retrans 1: 0.2 + 0.4 s), then resets the connection
+ * timeout (timeo 0.2 s, retrans 1: 0.2 + 0.2 s), then resets the connection
  * and fails the call with EIO, like every other wait of a soft mount.
  */
 TEST_IMPL(xprt_soft_send_gives_up)
@@ -897,7 +904,7 @@ TEST_IMPL(xprt_soft_send_gives_up)
 	sender_end(&s, th);
 	took = region_now_ns() - t0;
 	ASSERT_EQ(s.rc, -EIO);
-	ASSERT_GE(took, 550000000ull);
+	ASSERT_GE(took, 390000000ull);
 	ASSERT_LT(took, 2000000000ull);
 	ASSERT_EQ(stat_of(&st.major_timeouts), 1);
 	ASSERT_EQ(stat_of(&st.partial_resets), 1);
