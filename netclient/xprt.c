@@ -921,30 +921,6 @@ static bool can_send_now(struct nc__xprt *x, struct nc__call *calls, unsigned n)
 	return false;
 }
 
-/*
- * Whether a call of the batch waits for a connection the transport does
- * not have.  Nobody may wake it when that changes: the connection can go
- * while its sender was still in send_record() (the receiver woke the calls
- * that were waiting, and this one was not yet), and another task's connect
- * can fail.  Called with x->lock held.
- */
-static bool wants_connection(const struct nc__xprt *x,
-			     const struct nc__call *calls, unsigned n)
-{
-	if (x->conn == NC__CONN_UP)
-		return false;
-	for (unsigned i = 0; i < n; i++) {
-		const struct nc__call *call = &calls[i];
-
-		if (call->state == NC__CALL_SENT)
-			return true;
-		if (call->state == NC__CALL_UNSENT &&
-		    (call->has_slot || x->inflight < x->slots))
-			return true;
-	}
-	return false;
-}
-
 /* Every call has gone out whole at least once, or has its reply. */
 static bool all_sent(struct nc__call *calls, unsigned n)
 {
@@ -1090,19 +1066,6 @@ int nc__xprt_batch_notify(struct nc__xprt *x, struct nc__rpc *rpcs, unsigned n,
 		wake = next_deadline(calls, n);
 		if (rc == -EAGAIN && retry_at && retry_at < wake)
 			wake = retry_at;
-		if (wants_connection(x, calls, n)) {
-			uint64_t now = region_now_ns();
-			/* Down: connect when the backoff allows; connecting:
-			 * look again soon (a failed attempt wakes nobody). */
-			uint64_t at = x->conn == NC__CONN_DOWN ?
-					      x->next_connect_ns :
-					      now + CONNECT_BACKOFF_MIN_NS;
-
-			if (at <= now)
-				continue;
-			if (at < wake)
-				wake = at;
-		}
 		if (x->inflight >= x->slots && !waiter.on_slot_list) {
 			waiter.next_slot = x->slot_waiters;
 			x->slot_waiters = &waiter;
