@@ -842,7 +842,13 @@ static int xprt_send_pending(struct nc__xprt *x, struct nc__call *calls,
 			continue;
 		if (rc == -EINTR)
 			return rc;
-		if (rc == 0 && x->gen == gen && x->conn == NC__CONN_UP) {
+		if (rc == 0) {
+			/*
+			 * Sent on connection gen, even if it went while the
+			 * lock was dropped (on loopback the reset of a
+			 * rejected record can beat us here): then the batch
+			 * sends it again on the next one (next_send_at()).
+			 */
 			call->state = NC__CALL_SENT;
 			call->sent_gen = gen;
 		} else if (rc == -ECANCELED) {
@@ -901,24 +907,45 @@ static bool run_timeouts(struct nc__xprt *x, struct nc__call *calls, unsigned n)
 }
 
 /*
- * Whether a call of the batch can go out now: the connection is up, and
- * the call went out on another one, or never did and has room.  Called
- * with x->lock held.
+ * When a call of the batch can next go out: 0 if none can (none needs to,
+ * or none has room), now if one can at once, or the time the reconnect
+ * backoff allows the connection it needs.  A call needs to go out if it
+ * never did, or if it went out on a connection that is gone.  Called with
+ * x->lock held.
+ *
+ * This is what the batch looks at before it sleeps, so that a change it
+ * was not asleep for (its own send failing, the receiver dropping the
+ * connection while the record was going out) is not missed: the call would
+ * otherwise sleep until its timeout, 60 s on a hard mount, before anything
+ * sent it again.  Linux's xprt_request_wait_receive() checks the same
+ * thing (xprt_request_retransmit_after_disconnect) before a task sleeps.
  */
-static bool can_send_now(struct nc__xprt *x, struct nc__call *calls, unsigned n)
+static uint64_t next_send_at(struct nc__xprt *x, struct nc__call *calls,
+			     unsigned n)
 {
-	if (x->conn != NC__CONN_UP)
-		return false;
-	for (unsigned i = 0; i < n; i++) {
+	uint64_t now = region_now_ns();
+	bool want = false;
+
+	for (unsigned i = 0; i < n && !want; i++) {
 		const struct nc__call *call = &calls[i];
 
-		if (call->state == NC__CALL_SENT && call->sent_gen != x->gen)
-			return true;
+		if (call->state == NC__CALL_SENT &&
+		    (x->conn != NC__CONN_UP || call->sent_gen != x->gen))
+			want = true;
 		if (call->state == NC__CALL_UNSENT &&
 		    (call->has_slot || x->inflight < x->slots))
-			return true;
+			want = true;
 	}
-	return false;
+	if (!want)
+		return 0;
+	/*
+	 * Up, or being made by another task (the connect waits for it on
+	 * conn_cond, which also hears when it fails): at once.  Down: when
+	 * the backoff says.
+	 */
+	if (x->conn != NC__CONN_DOWN || x->next_connect_ns <= now)
+		return now;
+	return x->next_connect_ns;
 }
 
 /* Every call has gone out whole at least once, or has its reply. */
@@ -1020,7 +1047,7 @@ int nc__xprt_batch_notify(struct nc__xprt *x, struct nc__rpc *rpcs, unsigned n,
 
 	task_mutex_lock_nofail(&x->lock);
 	for (;;) {
-		uint64_t retry_at = 0, wake;
+		uint64_t retry_at = 0, send_at, wake;
 
 		if (x->stop) {
 			rc = -ESHUTDOWN;
@@ -1059,11 +1086,14 @@ int nc__xprt_batch_notify(struct nc__xprt *x, struct nc__rpc *rpcs, unsigned n,
 		 * A connection that changed while the lock was dropped woke
 		 * nobody waiting yet: look before sleeping.
 		 */
-		if (can_send_now(x, calls, n))
+		send_at = next_send_at(x, calls, n);
+		if (send_at && send_at <= region_now_ns())
 			continue;
 		if (!held && owes_answer(calls, n))
 			continue; /* into the region first */
 		wake = next_deadline(calls, n);
+		if (send_at && send_at < wake)
+			wake = send_at;
 		if (rc == -EAGAIN && retry_at && retry_at < wake)
 			wake = retry_at;
 		if (x->inflight >= x->slots && !waiter.on_slot_list) {

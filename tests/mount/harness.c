@@ -452,6 +452,49 @@ void mnt_wait_log(const struct mnt *m, const char *what, unsigned ms)
 			   what, ms, log);
 }
 
+/* The last len - 1 bytes of the daemon's log; its size in *size. */
+static void read_log_tail(const struct mnt *m, char *buf, size_t len,
+			  off_t *size)
+{
+	int fd = open(m->log, O_RDONLY);
+	struct stat st;
+	ssize_t n = -1;
+
+	*size = 0;
+	if (fd >= 0 && fstat(fd, &st) == 0) {
+		off_t from = st.st_size > (off_t)(len - 1) ?
+				     st.st_size - (off_t)(len - 1) :
+				     0;
+
+		*size = st.st_size;
+		n = pread(fd, buf, len - 1, from);
+	}
+	buf[n > 0 ? n : 0] = '\0';
+	if (fd >= 0)
+		close(fd);
+}
+
+void mnt_dump_tasks(const struct mnt *m, char *buf, size_t len)
+{
+	uint64_t end = region_now_ns() + 2000000000ull;
+	off_t size, last = -1;
+
+	if (m->pid <= 0 || kill(m->pid, SIGUSR1) < 0) {
+		read_log_tail(m, buf, len, &size);
+		return;
+	}
+	/* The dump is written in pieces: done when the log stops growing. */
+	for (;;) {
+		read_log_tail(m, buf, len, &size);
+		if (strstr(buf, "intrfs: tasks on") && size == last)
+			return;
+		if (region_now_ns() > end)
+			return;
+		last = size;
+		test_sleep_ms(100);
+	}
+}
+
 void mnt_start(struct mnt *m, const struct test_server *s, const char *opts)
 {
 	uint64_t end = region_now_ns() + MOUNT_DEADLINE_MS * 1000000ull;

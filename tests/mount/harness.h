@@ -104,6 +104,12 @@ bool mnt_log_within(const struct mnt *m, const char *what, unsigned ms,
 		    char *buf, size_t len);
 /* Waits up to ms for the daemon to log what; fails the test if it does not. */
 void mnt_wait_log(const struct mnt *m, const char *what, unsigned ms);
+/*
+ * For a failure to say why: has the daemon log its task table and
+ * statistics (kill -USR1) and puts the end of its log, the dump included,
+ * in buf.
+ */
+void mnt_dump_tasks(const struct mnt *m, char *buf, size_t len);
 /* Paths inside the mount and on the export. */
 const char *mpath(const struct mnt *m, const char *rel);
 const char *lpath(const struct mnt *m, const char *rel);

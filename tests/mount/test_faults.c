@@ -566,8 +566,7 @@ TEST_IMPL(fault_partition_heals_promptly)
 		char log[16384];
 
 		/* What each task waits on, for whoever reads the failure. */
-		kill(m.pid, SIGUSR1);
-		mnt_log_within(&m, "intrfs: tasks on", 1000, log, sizeof(log));
+		mnt_dump_tasks(&m, log, sizeof(log));
 		TEST__FAIL("the writer is not done 60 s after the partition "
 			   "healed; the daemon's log:\n%s",
 			   log);
@@ -611,7 +610,7 @@ TEST_IMPL(fault_partition_reject)
 	static const char *const ops[] = {
 		[PROBE_READ] = "read", [PROBE_WRITE] = "write", [PROBE_STAT] = "stat"
 	};
-	char want[REJECT_LEN];
+	char want[REJECT_LEN], log[16384];
 
 	for (unsigned i = 0; i < ARRAY_SIZE(cases); i++) {
 		struct probe_result r;
@@ -635,9 +634,14 @@ TEST_IMPL(fault_partition_reject)
 		t0 = region_now_ns();
 		probe_go(&p);
 		if (cases[i].err) {
-			if (!probe_wait(&p, 15000, &r, NULL))
+			if (!probe_wait(&p, 15000, &r, NULL)) {
+				mnt_dump_tasks(&m, log, sizeof(log));
 				TEST__FAIL("the call is still blocked 15 s "
-					   "into a partition that rejects");
+					   "into a partition that rejects; "
+					   "%" PRIu64 " connection attempts; "
+					   "the daemon's log:\n%s",
+					   net_partition_syns(), log);
+			}
 			syns = net_partition_syns();
 			net_heal();
 			fprintf(stderr,
@@ -666,10 +670,16 @@ TEST_IMPL(fault_partition_reject)
 		syns = net_partition_syns();
 		net_heal();
 		healed = region_now_ns();
-		if (!probe_wait(&p, 15000, &r, NULL))
+		if (!probe_wait(&p, 15000, &r, NULL)) {
+			/* What the call waits on, for whoever reads this. */
+			mnt_dump_tasks(&m, log, sizeof(log));
 			TEST__FAIL("the hard %s is not done 15 s after the "
-				   "partition healed",
-				   ops[cases[i].op]);
+				   "partition healed (%" PRIu64 " connection "
+				   "attempts in the %.1f s it lasted); the "
+				   "daemon's log:\n%s",
+				   ops[cases[i].op], syns,
+				   (double)(healed - t0) / 1e9, log);
+		}
 		fprintf(stderr,
 			"# %" PRIu64 " connection attempts in %.1f s; done "
 			"%.2f s after the heal\n",
