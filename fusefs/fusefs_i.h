@@ -453,6 +453,8 @@ int killpriv_after_truncate(struct job *j, struct node *n, struct nc_attr *a);
 
 /* writeback.c: write-behind */
 void wb_node_init(struct wb_node *w);
+/* The mode of write-behind's waits (policy=linux: uninterruptible). */
+void wb_set_wait_mode(enum task_mode m);
 /* Frees what w keeps, logging the bytes never committed. */
 void wb_node_destroy(struct wb_node *w, uint64_t fileid);
 /*

@@ -397,6 +397,8 @@ static int run(struct intrfs *fs, const struct cmdline *cl,
 	unsure_init(fs);
 	fs->ctl.fd = -1;
 	atomic_init(&fs->req_policy, (unsigned)fs->nco.policy);
+	if (fs->nco.linux_waits)
+		wb_set_wait_mode(TASK_UNINTERRUPTIBLE);
 	atomic_init(&fs->req_mode, (unsigned)fs->nco.intr_mode);
 	fs->se = fuse_session_new(&args, &intrfs_ops, sizeof(intrfs_ops), fs);
 	if (!fs->se) {
@@ -445,7 +447,9 @@ static int run(struct intrfs *fs, const struct cmdline *cl,
 		     "policy %s, pid %d)\n",
 		fs->source, fs->mountpoint, nc_client_export(fs->nc),
 		nc_client_rsize(fs->nc), nc_client_wsize(fs->nc),
-		region_policy_name(fs->nco.policy), (int)getpid());
+		fs->nco.linux_waits ? "linux (percall with Linux's waits)" :
+				      region_policy_name(fs->nco.policy),
+		(int)getpid());
 	daemon_ready(0);
 	if (pthread_create(&dumper, NULL, dumper_main, fs) != 0)
 		dumper = 0;

@@ -157,8 +157,11 @@ static const struct opt_def opt_defs[] = {
 		  "Ctrl-C waits for the server, kill -9 ends the call"),
 	NETCLIENT("intr", "any signal ends the call with EINTR"),
 	NETCLIENT("nointr", "nothing ends the call; the watchdog reports it"),
-	NETCLIENT("policy=region|percall|sigmask",
-		  "how regions are enforced (region)"),
+	NETCLIENT("policy=region|percall|sigmask|linux",
+		  "how regions are enforced (region); linux: percall\n"
+		  "with Linux's own per-call choices (intr and nointr\n"
+		  "ignored, killable waits, writes on their way waited\n"
+		  "for uninterruptibly)"),
 	NETCLIENT("send=MODE",
 		  "the send's own waits: interruptible (default, as\n"
 		  "the kernel's sendmsg()), killable or uninterruptible,\n"

@@ -63,6 +63,22 @@ struct extent {
 	unsigned char data[];
 };
 
+/*
+ * The mode of the waits for writes on their way (and for the locks that
+ * order them): interruptible, the per-call choice the policies build on,
+ * or uninterruptible under policy=linux, as Linux's folio_wait_writeback().
+ * Set once, before the first request.
+ */
+static enum task_mode wb_mode = TASK_INTERRUPTIBLE;
+/* A write waiting for room: killable there (balance_dirty_pages()). */
+static enum task_mode wb_room_mode = TASK_INTERRUPTIBLE;
+
+void wb_set_wait_mode(enum task_mode m)
+{
+	wb_mode = m;
+	wb_room_mode = m == TASK_UNINTERRUPTIBLE ? TASK_KILLABLE : m;
+}
+
 void wb_node_init(struct wb_node *w)
 {
 	task_mutex_init(&w->lock);
@@ -161,12 +177,11 @@ int wb_wait_sent(struct node *n, uint64_t off, size_t len)
 
 	if (!needs_sync(w))
 		return 0;
-	rc = task_mutex_lock(&w->lock, TASK_INTERRUPTIBLE, TASK_FOREVER);
+	rc = task_mutex_lock(&w->lock, wb_mode, TASK_FOREVER);
 	if (rc)
 		return rc;
 	while (rc == 0 && overlaps(w->sending, off, len))
-		rc = task_cond_wait(&w->cond, &w->lock, TASK_INTERRUPTIBLE,
-				    TASK_FOREVER);
+		rc = task_cond_wait(&w->cond, &w->lock, wb_mode, TASK_FOREVER);
 	task_mutex_unlock(&w->lock); /* held again, whatever the wait said */
 	return rc;
 }
@@ -176,12 +191,11 @@ static int wait_writes(struct wb_node *w)
 {
 	int rc;
 
-	rc = task_mutex_lock(&w->lock, TASK_INTERRUPTIBLE, TASK_FOREVER);
+	rc = task_mutex_lock(&w->lock, wb_mode, TASK_FOREVER);
 	if (rc)
 		return rc;
 	while (rc == 0 && w->busy)
-		rc = task_cond_wait(&w->cond, &w->lock, TASK_INTERRUPTIBLE,
-				    TASK_FOREVER);
+		rc = task_cond_wait(&w->cond, &w->lock, wb_mode, TASK_FOREVER);
 	task_mutex_unlock(&w->lock);
 	return rc;
 }
@@ -223,8 +237,7 @@ int wb_truncate(struct job *j, struct node *n, const struct nc_sattr *sa,
 		struct nc_attr *a)
 {
 	struct wb_node *w = &n->wb;
-	int rc = task_mutex_lock(&w->commit_lock, TASK_INTERRUPTIBLE,
-				 TASK_FOREVER);
+	int rc = task_mutex_lock(&w->commit_lock, wb_mode, TASK_FOREVER);
 
 	if (rc)
 		return rc;
@@ -288,7 +301,7 @@ static int commit_dirty(struct job *j, struct node *n)
 	size_t bytes;
 	int rc;
 
-	rc = task_mutex_lock(&w->commit_lock, TASK_INTERRUPTIBLE, TASK_FOREVER);
+	rc = task_mutex_lock(&w->commit_lock, wb_mode, TASK_FOREVER);
 	if (rc)
 		return rc;
 	task_mutex_lock_nofail(&w->lock);
@@ -366,13 +379,13 @@ int wb_write(struct job *j, struct node *n)
 	bool commit;
 	int rc;
 
-	rc = task_mutex_lock(&w->lock, TASK_INTERRUPTIBLE, TASK_FOREVER);
+	rc = task_mutex_lock(&w->lock, wb_room_mode, TASK_FOREVER);
 	if (rc)
 		return rc;
 	/* In order after overlapping writes, and not too many at once. */
 	while (!w->write_error && (overlaps(w->sending, e->off, e->len) ||
 				   sending_full(w, e->len))) {
-		rc = task_cond_wait(&w->cond, &w->lock, TASK_INTERRUPTIBLE,
+		rc = task_cond_wait(&w->cond, &w->lock, wb_room_mode,
 				    TASK_FOREVER);
 		if (rc) {
 			task_mutex_unlock(&w->lock);

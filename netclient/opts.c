@@ -253,13 +253,19 @@ static int opt_set(struct nc_opts *o, const struct opt_def *d, const char *val,
 		}
 		return 0;
 	case OPT_POLICY:
+		if (val && strcmp(val, "linux") == 0) {
+			o->policy = REGION_POLICY_PERCALL;
+			o->linux_waits = true;
+			return 0;
+		}
 		if (!val || region_policy_parse(val, &o->policy) < 0) {
 			snprintf(err, errlen,
-				 "option '%s' is percall, region or sigmask, "
-				 "not '%s'",
+				 "option '%s' is percall, region, sigmask or "
+				 "linux, not '%s'",
 				 d->name, val ? val : "");
 			return -EINVAL;
 		}
+		o->linux_waits = false;
 		return 0;
 	case OPT_SEND:
 		for (int m = TASK_INTERRUPTIBLE; m <= TASK_UNINTERRUPTIBLE; m++)
@@ -323,6 +329,11 @@ int nc_opts_parse(struct nc_opts *o, const char *str,
 		}
 	}
 	free(copy);
+	if (rc == 0 && next.linux_waits) {
+		/* Whatever came before or after: Linux's own choices. */
+		next.intr_mode = NC_KILLABLE;
+		next.send_mode = TASK_KILLABLE;
+	}
 	if (rc == 0)
 		*o = next;
 	return rc;

@@ -99,6 +99,14 @@ struct nc_opts {
 	 * per-call fix proposed instead of regions.
 	 */
 	enum task_mode send_mode;
+	/*
+	 * policy=linux: percall, with the per-call choices Linux's client
+	 * makes (its measured behaviour, mount-scripts/oracle): every reply
+	 * and send wait killable whatever intr or nointr says (Linux ignores
+	 * both), and the waits for writes on their way (fsync, flush, a
+	 * truncate) uninterruptible, as folio_wait_writeback() is.
+	 */
+	bool linux_waits;
 };
 
 /*

@@ -428,6 +428,28 @@ TEST_IMPL(client_mount_errors)
 	ASSERT_EQ(o.send_mode, TASK_KILLABLE);
 	nc_opts_format(&o, opts, sizeof(opts));
 	ASSERT_CONTAINS(opts, "send=killable");
+	/*
+	 * policy=linux: percall with Linux's choices, whatever intr, nointr
+	 * or send= say before or after it; another policy= ends it.
+	 */
+	nc_opts_init(&o);
+	ASSERT_EQ(nc_opts_parse(&o, "intr,policy=linux,send=interruptible",
+				NULL, NULL, err, sizeof(err)),
+		  0);
+	ASSERT_EQ(o.policy, REGION_POLICY_PERCALL);
+	ASSERT(o.linux_waits);
+	ASSERT_EQ(o.intr_mode, NC_KILLABLE);
+	ASSERT_EQ(o.send_mode, TASK_KILLABLE);
+	ASSERT_EQ(nc_opts_parse(&o, "nointr", NULL, NULL, err, sizeof(err)), 0);
+	ASSERT_EQ(o.intr_mode, NC_KILLABLE);
+	ASSERT_EQ(nc_opts_parse(&o, "policy=region,intr", NULL, NULL, err,
+				sizeof(err)),
+		  0);
+	ASSERT(!o.linux_waits);
+	ASSERT_EQ(o.intr_mode, NC_INTR);
+	ASSERT_EQ(nc_opts_parse(&o, "policy=bsd", NULL, NULL, err, sizeof(err)),
+		  -EINVAL);
+	ASSERT_CONTAINS(err, "percall, region, sigmask or linux, not 'bsd'");
 	task_leave(t);
 	task_put(t);
 	return 0;
