@@ -89,6 +89,24 @@ bool proc_stop(pid_t pid, unsigned timeout_ms)
 	return true;
 }
 
+bool proc_read(pid_t pid, const char *name, char *buf, size_t len)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
+	return read_small(path, buf, len);
+}
+
+bool proc_in_kernel_nfs(pid_t pid)
+{
+	char wchan[128];
+
+	if (!proc_read(pid, "wchan", wchan, sizeof(wchan)))
+		return false;
+	return strstr(wchan, "rpc") || strstr(wchan, "nfs") ||
+	       strstr(wchan, "folio") || strstr(wchan, "writeback");
+}
+
 bool proc_in_fuse(pid_t pid)
 {
 	char path[64], wchan[128];

@@ -22,6 +22,13 @@ bool proc_threads_stopped(pid_t pid);
 bool proc_stop(pid_t pid, unsigned timeout_ms);
 /* True while pid sleeps inside a FUSE request (its wchan). */
 bool proc_in_fuse(pid_t pid);
+/* True while pid sleeps in the kernel's NFS client (an RPC, its pages). */
+bool proc_in_kernel_nfs(pid_t pid);
+/*
+ * /proc/<pid>/<name> into buf (NUL-terminated, at most len - 1 bytes of
+ * one read); false when it cannot be opened.
+ */
+bool proc_read(pid_t pid, const char *name, char *buf, size_t len);
 /* True while sig is pending for pid (its thread's or the process's). */
 bool proc_signal_pending(pid_t pid, int sig);
 /* A kB field of pid's status ("VmRSS", "VmHWM"); 0 when not there. */

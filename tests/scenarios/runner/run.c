@@ -196,49 +196,15 @@ static unsigned live_count(const struct scenario *s, const struct outcome *o)
 	return n;
 }
 
-/* Whether pid sleeps in the kernel's NFS client (its RPC or its pages). */
-static bool in_kernel_nfs(pid_t pid)
-{
-	char path[64], wchan[128] = "";
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/wchan", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	n = read(fd, wchan, sizeof(wchan) - 1);
-	close(fd);
-	wchan[n > 0 ? n : 0] = '\0';
-	return strstr(wchan, "rpc") || strstr(wchan, "nfs") ||
-	       strstr(wchan, "folio") || strstr(wchan, "writeback");
-}
-
 static bool all_blocked(const struct scenario *s, const struct rig *r,
 			const struct outcome *o)
 {
 	for (unsigned k = 0; k < s->procs; k++)
 		if (!o->procs[k].ended &&
-		    !(r->kernel ? in_kernel_nfs(o->procs[k].pid) :
+		    !(r->kernel ? proc_in_kernel_nfs(o->procs[k].pid) :
 				  proc_in_fuse(o->procs[k].pid)))
 			return false;
 	return true;
-}
-
-static size_t read_proc_file(pid_t pid, const char *name, char *buf, size_t len)
-{
-	char path[64];
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, len - 1);
-	close(fd);
-	buf[n > 0 ? n : 0] = '\0';
-	return n > 0 ? (size_t)n : 0;
 }
 
 /*
@@ -251,13 +217,13 @@ static void look_where(pid_t pid, struct kwhere *w)
 	char buf[4096], *save = NULL, *rp;
 
 	memset(w, 0, sizeof(*w));
-	if (read_proc_file(pid, "stat", buf, sizeof(buf)) &&
+	if (proc_read(pid, "stat", buf, sizeof(buf)) &&
 	    (rp = strrchr(buf, ')')) && rp[1] == ' ')
 		w->state = rp[2];
-	read_proc_file(pid, "wchan", w->wchan, sizeof(w->wchan));
+	proc_read(pid, "wchan", w->wchan, sizeof(w->wchan));
 	if (!strcmp(w->wchan, "0"))
 		w->wchan[0] = '\0';
-	if (read_proc_file(pid, "stack", buf, sizeof(buf)))
+	if (proc_read(pid, "stack", buf, sizeof(buf)))
 		for (char *l = strtok_r(buf, "\n", &save); l;
 		     l = strtok_r(NULL, "\n", &save)) {
 			char *fn = strchr(l, ']'), *plus, *mod;
