@@ -259,6 +259,8 @@ void rig_dir_remove(struct rig *r)
  * pass (hard, soft, softerr, timeo=, retrans=, the attribute cache's...;
  * intr and nointr too, which it takes and ignores), the others (killable,
  * policy=, send=, hung_timeout=...) are dropped and named in dropped.
+ * rig_kernel_opts() puts the kernel's share in out, each with a leading
+ * comma.
  */
 static const char *const kernel_nfs_opts[] = {
 	"hard",	      "soft",	      "softerr",     "softreval", "nosoftreval",
@@ -269,8 +271,8 @@ static const char *const kernel_nfs_opts[] = {
 	"sharecache", "nosharecache",
 };
 
-void rig_kernel_opts(const char *opts, char *out, size_t len, char *dropped,
-		     size_t dlen)
+static void rig_kernel_opts(const char *opts, char *out, size_t len,
+			    char *dropped, size_t dlen)
 {
 	char buf[SCN_TEXT_MAX * 2], *save = NULL;
 

@@ -230,12 +230,6 @@ long long rig_json_number(const char *ans, const char *key);
 /* Makes the scenario's directory on the export. */
 int rig_dir_make(struct rig *r, unsigned seq, char *err, size_t len);
 void rig_dir_remove(struct rig *r);
-/*
- * The kernel NFS client's share of intrfs mount options opts: ",hard,..."
- * in out (each with a leading comma), the others in dropped.
- */
-void rig_kernel_opts(const char *opts, char *out, size_t len, char *dropped,
-		     size_t dlen);
 /* Mounts the scenario's directory through netfault with opts. */
 int rig_mount(struct rig *r, const char *opts, char *err, size_t len);
 /* Unmounts; 0, or -1 when the daemon had to be killed. */
