@@ -157,11 +157,12 @@ static const struct opt_def opt_defs[] = {
 		  "Ctrl-C waits for the server, kill -9 ends the call"),
 	NETCLIENT("intr", "any signal ends the call with EINTR"),
 	NETCLIENT("nointr", "nothing ends the call; the watchdog reports it"),
-	NETCLIENT("policy=region|percall|sigmask|linux",
-		  "how regions are enforced (region); linux: percall\n"
-		  "with Linux's own per-call choices (intr and nointr\n"
-		  "ignored, killable waits, writes on their way waited\n"
-		  "for uninterruptibly)"),
+	NETCLIENT("policy=P",
+		  "how regions are enforced: region (default),\n"
+		  "percall, sigmask, or linux: percall with Linux's\n"
+		  "own per-call choices (intr and nointr ignored,\n"
+		  "killable waits, writes on their way waited for\n"
+		  "uninterruptibly)"),
 	NETCLIENT("send=MODE",
 		  "the send's own waits: interruptible (default, as\n"
 		  "the kernel's sendmsg()), killable or uninterruptible,\n"
