@@ -705,7 +705,6 @@ static int call_timeout(struct nc__xprt *x, struct nc__call *call)
 	uint64_t now = region_now_ns();
 
 	if (now < call->major_ns) {
-		call->minor++;
 		call->timeout_ns += x->timeout.increment_ns;
 		if (call->timeout_ns > x->timeout.max_ns)
 			call->timeout_ns = x->timeout.max_ns;
@@ -726,7 +725,6 @@ static int call_timeout(struct nc__xprt *x, struct nc__call *call)
 					     "");
 		}
 		/* As Linux does after a major timeout: start over. */
-		call->minor = 0;
 		call->timeout_ns = x->timeout.initial_ns;
 		call->major_ns = now + major_budget(&x->timeout);
 	}

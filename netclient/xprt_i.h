@@ -57,7 +57,6 @@ struct nc__call {
 	uint64_t timeout_ns; /* the current timeout */
 	uint64_t major_ns; /* when its major timeout falls */
 	uint64_t giveup_ns; /* soft: when the major timeout ends it; 0 */
-	unsigned minor; /* retransmissions since the last major */
 	/* For the per-procedure counters. */
 	unsigned sends, majors;
 	uint64_t first_sent_ns, last_sent_ns, reply_ns;
