@@ -23,7 +23,7 @@
 #define READY_DEADLINE_MS 15000
 #define BLOCKED_WAIT_NS 10000000000ull
 #define WHY_MAX 1024
-#define STACK_MAX 1024
+#define FRAMES_MAX 24
 /* The second look at a process still blocked after the signal. */
 #define AFTER_SIGNAL_NS 250000000ull
 /* With no signal, where the process is at this time. */
@@ -34,7 +34,8 @@ struct kwhere {
 	bool taken;
 	char state; /* /proc/PID/stat's state: R, S, D... */
 	char wchan[64];
-	char stack[STACK_MAX]; /* function [module] per line, innermost first */
+	char frames[FRAMES_MAX][96]; /* "function [module]", innermost first */
+	unsigned nframes;
 };
 
 struct rig *run_current_rig;
@@ -224,10 +225,10 @@ static void look_where(pid_t pid, struct kwhere *w)
 	if (!strcmp(w->wchan, "0"))
 		w->wchan[0] = '\0';
 	if (proc_read(pid, "stack", buf, sizeof(buf)))
-		for (char *l = strtok_r(buf, "\n", &save); l;
+		for (char *l = strtok_r(buf, "\n", &save);
+		     l && w->nframes < FRAMES_MAX;
 		     l = strtok_r(NULL, "\n", &save)) {
 			char *fn = strchr(l, ']'), *plus, *mod;
-			size_t used = strlen(w->stack);
 
 			fn = fn ? fn + 1 : l;
 			fn += strspn(fn, " ");
@@ -235,9 +236,8 @@ static void look_where(pid_t pid, struct kwhere *w)
 			mod = strchr(fn, '[');
 			if (plus)
 				*plus = '\0';
-			snprintf(w->stack + used, sizeof(w->stack) - used,
-				 "%s%s%s%s", used ? "\n" : "", fn,
-				 mod ? " " : "", mod ? mod : "");
+			snprintf(w->frames[w->nframes++], sizeof(w->frames[0]),
+				 "%s%s%s", fn, mod ? " " : "", mod ? mod : "");
 		}
 	w->taken = true;
 }
@@ -561,21 +561,15 @@ static void json_str(FILE *f, const char *str)
 /* ,"key":{"state":"D","wchan":...,"stack":[...]} when it was taken. */
 static void json_where(FILE *f, const char *key, const struct kwhere *w)
 {
-	char buf[STACK_MAX], *save = NULL;
-	bool first = true;
-
 	if (!w->taken)
 		return;
 	fprintf(f, ",\"%s\":{\"state\":\"%c\",\"wchan\":", key,
 		w->state ? w->state : '?');
 	json_str(f, w->wchan);
 	fprintf(f, ",\"stack\":[");
-	snprintf(buf, sizeof(buf), "%s", w->stack);
-	for (char *l = strtok_r(buf, "\n", &save); l;
-	     l = strtok_r(NULL, "\n", &save)) {
-		fprintf(f, "%s", first ? "" : ",");
-		json_str(f, l);
-		first = false;
+	for (unsigned i = 0; i < w->nframes; i++) {
+		fprintf(f, "%s", i ? "," : "");
+		json_str(f, w->frames[i]);
 	}
 	fprintf(f, "]}");
 }
