@@ -2,6 +2,7 @@
 JSON (one run): how long it took, whether two runs agree, and where a
 blocked process slept, from its /proc/PID/stack.  Used by oracle.d/table,
 tests/oracle/compare and mount-scripts/demo-report."""
+import json
 
 # A cell is "quick" under this many ms (from the signal, or from time 0).
 QUICK_MS = 200.0
@@ -12,6 +13,20 @@ GENERIC = ("__schedule", "schedule", "schedule_timeout", "io_schedule",
            "__wait_on_bit", "__wait_on_bit_lock", "wait_woken",
            "folio_wait_bit_common", "wait_for_completion_killable",
            "rpc_wait_bit_killable")
+
+
+def runs(path):
+    """The JSON objects of a file with one a line (blank lines skipped)."""
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def outcome(run):
+    """What a run's first process got, and how long it took: "EIO 1.02 s"."""
+    if not run.get("procs"):
+        return "could not run"
+    p = run["procs"][0]
+    return "%s %s" % (p["result"], show_ms(took(p)))
 
 
 def took(p):
