@@ -14,6 +14,8 @@
  * open file.  STALL_PID=pid: stop that process (the server) once the file
  * is open, wait until all its threads have stopped, and let it go on at
  * the end.  PREFIX=name replaces "intr"/"kill" in the names printed.
+ * BLOCKED=n: n requests blocked in all, the measured one and n-1 other
+ * readers, each stuck in its own read of FILE for the whole run.
  */
 #include "proc.h"
 
@@ -101,9 +103,46 @@ static void print(const char *name, uint64_t *v, int n, double unit,
 	       (double)v[(n * 99) / 100 < n ? (n * 99) / 100 : n - 1] / unit);
 }
 
+/* Other readers, stuck in FILE for the whole run: the load. */
+static pid_t *others, parent;
+static int n_others;
+
+static void block_others(int fd, int n)
+{
+	others = calloc((size_t)(n > 0 ? n : 1), sizeof(*others));
+	for (int i = 0; i < n; i++) {
+		int up[2], down[2];
+
+		if (pipe(up) || pipe(down))
+			exit(1);
+		others[i] = fork();
+		if (others[i] == 0)
+			reader(fd, 1, up[1], down[0]);
+		n_others++;
+		if (write(down[1], "g", 1) != 1)
+			exit(1);
+		wait_in_fuse(others[i]);
+		close(up[0]);
+		close(up[1]);
+		close(down[0]);
+		close(down[1]);
+	}
+}
+
+static void end_others(void)
+{
+	if (getpid() != parent)
+		return;
+	for (int i = 0; i < n_others; i++)
+		kill(others[i], SIGKILL);
+	for (int i = 0; i < n_others; i++)
+		waitpid(others[i], NULL, 0);
+}
+
 int main(int argc, char **argv)
 {
 	const char *stall = getenv("STALL_PID");
+	const char *blocked = getenv("BLOCKED");
 	int fd;
 	const char *prefix = getenv("PREFIX");
 	uint64_t *lat;
@@ -131,6 +170,10 @@ int main(int argc, char **argv)
 		kill(stall_pid, SIGCONT);
 		return 1;
 	}
+	parent = getpid();
+	atexit(end_others);
+	if (blocked && atoi(blocked) > 1)
+		block_others(fd, atoi(blocked) - 1);
 
 	if (!strcmp(argv[1], "intr")) {
 		int up[2], down[2];
