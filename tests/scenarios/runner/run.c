@@ -638,8 +638,13 @@ static void json_out(const struct scenario *s, const struct outcome *o,
 		json_where(f, "after_signal", &p->after_signal);
 		fprintf(f, "}");
 	}
-	fprintf(f, "],\"resets\":%lld,\"faults_applied\":%lld,\"checks\":[",
-		o->resets, o->faults_applied);
+	fprintf(f, "],\"resets\":%lld,\"faults_applied\":%lld", o->resets,
+		o->faults_applied);
+	if (r->hung[0]) {
+		fprintf(f, ",\"hung_report\":");
+		json_str(f, r->hung);
+	}
+	fprintf(f, ",\"checks\":[");
 	for (unsigned i = 0; i < o->nchecks; i++) {
 		fprintf(f, "%s{\"check\":\"%s\",\"proc\":%u,\"want\":",
 			i ? "," : "", o->checks[i].check, o->checks[i].proc);

@@ -198,6 +198,9 @@ struct rig {
 	char local[SCN_TEXT_MAX + 80]; /* that directory, seen locally */
 	char mnt[128]; /* the mount point */
 	char mnt_log[160];
+	/* The daemon's first hung-task report (its watchdog, hung_timeout=),
+	 * kept from the log before the log goes; "" if none. */
+	char hung[1024];
 	/* overlay: upper/, work/ and merged/ in ovl; merged is mounted */
 	char ovl[128];
 	bool ovl_mounted;
