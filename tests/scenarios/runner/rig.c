@@ -339,6 +339,7 @@ int rig_mount(struct rig *r, const char *opts, char *err, size_t len)
 	int status;
 	pid_t pid;
 
+	r->hung[0] = '\0';
 	snprintf(r->mnt, sizeof(r->mnt), "/tmp/intrfs-scn-mnt.XXXXXX");
 	if (!mkdtemp(r->mnt)) {
 		snprintf(err, len, "mkdtemp: %s", strerror(errno));
@@ -450,6 +451,41 @@ const char *rig_work_dir(const struct rig *r, char *buf, size_t len)
 	return buf;
 }
 
+/*
+ * Keeps the first hung-task report of the daemon's log in r->hung: the
+ * line that says which request blocked uninterruptibly, and the region
+ * stack under it (its indented lines).
+ */
+static void keep_hung_report(struct rig *r)
+{
+	char buf[65536], *at, *end, *line;
+	size_t n;
+	int fd = open(r->mnt_log, O_RDONLY);
+	ssize_t got;
+
+	if (fd < 0)
+		return;
+	got = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[got > 0 ? got : 0] = '\0';
+	at = strstr(buf, "blocked uninterruptibly");
+	if (!at)
+		return;
+	while (at > buf && at[-1] != '\n')
+		at--;
+	/* The first line, then "region stack..." and the indented ones. */
+	end = strchr(at, '\n');
+	while (end && (strncmp(end + 1, "region stack", 12) == 0 ||
+		       strncmp(end + 1, "  ", 2) == 0))
+		end = strchr(end + 1, '\n');
+	line = at;
+	n = end ? (size_t)(end - line) : strlen(line);
+	if (n >= sizeof(r->hung))
+		n = sizeof(r->hung) - 1;
+	memcpy(r->hung, line, n);
+	r->hung[n] = '\0';
+}
+
 int rig_umount(struct rig *r, char *err, size_t len)
 {
 	uint64_t end = ms_now() + UMOUNT_DEADLINE_MS;
@@ -485,6 +521,7 @@ int rig_umount(struct rig *r, char *err, size_t len)
 	}
 	r->daemon = 0;
 	rmdir(r->mnt);
+	keep_hung_report(r);
 	unlink(r->mnt_log);
 	r->mnt[0] = '\0';
 	return rc;

@@ -48,6 +48,9 @@ struct proc {
 	struct work_report rep;
 	uint64_t end_ns;
 	const char *state; /* what the export holds, or NULL */
+	/* What it holds even when that is not what was wanted (JSON, the
+	 * result line), NULL when it is in no state the op can leave. */
+	const char *seen;
 	char state_why[WHY_MAX];
 	/* Where it slept when the signal came, and 250 ms later. */
 	struct kwhere at_signal, after_signal;
@@ -253,13 +256,20 @@ static void look_all(const struct scenario *s, struct outcome *o, bool after)
 
 static void send_signal(const struct scenario *s, struct outcome *o)
 {
-	if (!o->sig_ns)
+	if (!o->sig_ns) {
 		look_all(s, o, false);
+		/*
+		 * The time is taken before kill(), not after: a process can
+		 * take the signal, get its answer and note its own end while
+		 * this thread is still on its way back from kill() (an EINTR
+		 * comes back in tens of microseconds), which made the latency
+		 * negative and left it out of the JSON.
+		 */
+		o->sig_ns = now_ns();
+	}
 	for (unsigned k = 0; k < s->procs; k++)
 		if (!o->procs[k].ended)
 			kill(o->procs[k].pid, s->sig);
-	if (!o->sig_ns)
-		o->sig_ns = now_ns();
 	o->sent++;
 }
 
@@ -623,13 +633,18 @@ static void json_out(const struct scenario *s, const struct outcome *o,
 		if (lat >= 0)
 			fprintf(f, ",\"latency_ms\":%.3f", lat);
 		fprintf(f, ",\"export\":");
-		json_str(f, p->state ? p->state : "bad");
+		json_str(f, p->seen ? p->seen : "bad");
 		json_where(f, "at_signal", &p->at_signal);
 		json_where(f, "after_signal", &p->after_signal);
 		fprintf(f, "}");
 	}
-	fprintf(f, "],\"resets\":%lld,\"faults_applied\":%lld,\"checks\":[",
-		o->resets, o->faults_applied);
+	fprintf(f, "],\"resets\":%lld,\"faults_applied\":%lld", o->resets,
+		o->faults_applied);
+	if (r->hung[0]) {
+		fprintf(f, ",\"hung_report\":");
+		json_str(f, r->hung);
+	}
+	fprintf(f, ",\"checks\":[");
 	for (unsigned i = 0; i < o->nchecks; i++) {
 		fprintf(f, "%s{\"check\":\"%s\",\"proc\":%u,\"want\":",
 			i ? "," : "", o->checks[i].check, o->checks[i].proc);
@@ -671,7 +686,7 @@ static void print_line(const struct scenario *s, const struct outcome *o)
 	if (s->procs > 1)
 		printf(" [%u procs]", s->procs);
 	printf(", resets %lld, export %s", o->resets,
-	       p->state ? p->state : "bad");
+	       p->seen ? p->seen : "bad");
 	for (unsigned i = 0; i < o->nchecks; i++) {
 		if (o->checks[i].pass)
 			continue;
@@ -773,7 +788,7 @@ out:
 								 ST_ANY;
 			p->state = work_check(s, r->local, k, want,
 					      p->state_why,
-					      sizeof(p->state_why));
+					      sizeof(p->state_why), &p->seen);
 		}
 		evaluate(s, o);
 	}

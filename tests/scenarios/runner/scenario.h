@@ -158,10 +158,13 @@ void work_child(const struct scenario *s, const char *dir, unsigned k,
 /*
  * Checks process k's files below dir (the export) against want (ST_NEW,
  * ST_OLD or ST_ANY); returns the state found ("new", "old", "mixed" for a
- * write partly done, which passes ST_ANY) or NULL with why in buf.
+ * write partly done, which passes ST_ANY) or NULL with why in buf.  *seen
+ * is the state found even when it is not the one wanted, NULL when the
+ * export is in none of them (torn, missing, at two places).
  */
 const char *work_check(const struct scenario *s, const char *dir, unsigned k,
-		       enum scn_state want, char *buf, size_t len);
+		       enum scn_state want, char *buf, size_t len,
+		       const char **seen);
 
 /* The rig: what a scenario runs against. */
 struct rig_server {
@@ -195,6 +198,9 @@ struct rig {
 	char local[SCN_TEXT_MAX + 80]; /* that directory, seen locally */
 	char mnt[128]; /* the mount point */
 	char mnt_log[160];
+	/* The daemon's first hung-task report (its watchdog, hung_timeout=),
+	 * kept from the log before the log goes; "" if none. */
+	char hung[1024];
 	/* overlay: upper/, work/ and merged/ in ovl; merged is mounted */
 	char ovl[128];
 	bool ovl_mounted;

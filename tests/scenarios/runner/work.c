@@ -361,11 +361,14 @@ static bool exists(const char *path, mode_t type)
 }
 
 const char *work_check(const struct scenario *s, const char *dir, unsigned k,
-		       enum scn_state want, char *buf, size_t len)
+		       enum scn_state want, char *buf, size_t len,
+		       const char **seen)
 {
 	char a[32], b[32], pa[SCN_TEXT_MAX + 64], pb[SCN_TEXT_MAX + 64];
 	const char *got = NULL;
 	bool ha, hb;
+
+	*seen = NULL;
 
 	work_names(s, k, a, b, sizeof(a));
 	join(dir, a, pa, sizeof(pa));
@@ -382,7 +385,7 @@ const char *work_check(const struct scenario *s, const char *dir, unsigned k,
 			return NULL;
 		}
 		if (got && (s->op == OP_READ || s->op == OP_STAT))
-			return "unchanged";
+			return *seen = "unchanged";
 		break;
 	case OP_READDIR: {
 		unsigned n = 0;
@@ -401,7 +404,7 @@ const char *work_check(const struct scenario *s, const char *dir, unsigned k,
 				 s->entries);
 			return NULL;
 		}
-		return "unchanged";
+		return *seen = "unchanged";
 	}
 	case OP_CREATE:
 		got = exists(pa, S_IFREG) ? "new" : "old";
@@ -442,6 +445,7 @@ const char *work_check(const struct scenario *s, const char *dir, unsigned k,
 	}
 	if (!got)
 		return NULL;
+	*seen = got;
 	if ((want == ST_NEW && strcmp(got, "new") != 0) ||
 	    (want == ST_OLD && strcmp(got, "old") != 0)) {
 		snprintf(buf, len, "the export is %s, not %s", got,
