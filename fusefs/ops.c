@@ -181,11 +181,15 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 		fprintf(stderr, "intrfs: readahead left at the kernel's "
 				"default\n");
 	pthread_attr_destroy(&attr);
-	/* Big requests: 1 MiB reads and writes, several in flight. */
+	/*
+	 * Big requests: 1 MiB reads and writes, several in flight; 16
+	 * readaheads keep loopback's pipe full, and bound their buffers
+	 * (64 held 288 MiB at once beside write-behind's).
+	 */
 	conn->max_write = NC_MAX_IO;
 	conn->max_readahead = NC_MAX_IO;
-	conn->max_background = 64;
-	conn->congestion_threshold = 48;
+	conn->max_background = 16;
+	conn->congestion_threshold = 12;
 	if (conn->capable & FUSE_CAP_ASYNC_READ)
 		conn->want |= FUSE_CAP_ASYNC_READ;
 	if (conn->capable & FUSE_CAP_ASYNC_DIO)
