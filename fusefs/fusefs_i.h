@@ -152,6 +152,7 @@ struct worker_pool {
 	pthread_cond_t done; /* a worker exited, or the last job ended */
 	struct job *head, *tail; /* queued, first come first served */
 	unsigned workers, idle, queued, running;
+	unsigned inline_running; /* jobs run by the session thread itself */
 	bool stopping;
 };
 
@@ -284,6 +285,7 @@ struct job {
 	enum nc_intr_mode intr_mode; /* the mount's, when the request came */
 	uint64_t start_ns;
 	bool forced; /* no INTERRUPT comes for it (flush) */
+	bool pooled; /* run by a worker, never by the session thread */
 	/* TASK_INTR_* raised so far; atomic, see interrupt.c. */
 	_Atomic unsigned intr;
 	/*

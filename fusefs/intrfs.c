@@ -465,6 +465,11 @@ static int run(struct intrfs *fs, const struct cmdline *cl,
 	lc = fuse_loop_cfg_create();
 	fuse_loop_cfg_set_clone_fd(lc, 1);
 	fuse_loop_cfg_set_idle_threads(lc, 8);
+	/*
+	 * Session threads run most jobs themselves (workers.c), at most
+	 * max_workers at once: room for that many more to read requests.
+	 */
+	fuse_loop_cfg_set_max_threads(lc, 2 * fs->o.max_workers + 8);
 	rc = fuse_session_loop_mt(fs->se, lc) < 0 ? -EIO : 0;
 	fuse_loop_cfg_destroy(lc);
 	control_stop(fs);

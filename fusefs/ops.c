@@ -181,17 +181,29 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 		fprintf(stderr, "intrfs: readahead left at the kernel's "
 				"default\n");
 	pthread_attr_destroy(&attr);
-	/* Big requests: 1 MiB reads and writes, several in flight. */
+	/*
+	 * Big requests: 1 MiB reads and writes, several in flight; 16
+	 * readaheads keep loopback's pipe full, and bound their buffers
+	 * (64 held 288 MiB at once beside write-behind's).
+	 */
 	conn->max_write = NC_MAX_IO;
 	conn->max_readahead = NC_MAX_IO;
-	conn->max_background = 64;
-	conn->congestion_threshold = 48;
+	conn->max_background = 16;
+	conn->congestion_threshold = 12;
 	if (conn->capable & FUSE_CAP_ASYNC_READ)
 		conn->want |= FUSE_CAP_ASYNC_READ;
 	if (conn->capable & FUSE_CAP_ASYNC_DIO)
 		conn->want |= FUSE_CAP_ASYNC_DIO;
 	if (conn->capable & FUSE_CAP_READDIRPLUS)
 		conn->want |= FUSE_CAP_READDIRPLUS;
+	/*
+	 * Entries with attributes only where the reader stats them (ls -l),
+	 * as the kernel sees from its lookups: a plain listing gets four
+	 * times as many entries a request.  Both come from the same copy
+	 * of the directory (dircache.c), read with READDIRPLUS either way.
+	 */
+	if (conn->capable & FUSE_CAP_READDIRPLUS_AUTO)
+		conn->want |= FUSE_CAP_READDIRPLUS_AUTO;
 	if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
 		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
 	/*
@@ -751,6 +763,12 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 	copy_fi(j, fi);
 	/* The request buffer is reused once this handler returns. */
 	j->buf = wb_extent_new((uint64_t)off, buf, size);
+	/*
+	 * A worker's: write-behind answers it early and it goes on, so a
+	 * session thread that ran it would hold its own 1 MiB buffer
+	 * meanwhile, and libfuse would start another for the next write.
+	 */
+	j->pooled = true;
 	submit(j, j->buf != NULL);
 }
 

@@ -178,7 +178,7 @@ static const struct opt_def opt_defs[] = {
 	NETCLIENT("slots=N", "NFS calls in flight on the connection (64)"),
 	COUNT("max_workers", max_workers, 1, 65536, 512, "max_workers=N",
 	      "requests served at once (%u)"),
-	COUNT("wbuf", wbuf_mb, 1, 4096, 64, "wbuf=N",
+	COUNT("wbuf", wbuf_mb, 1, 4096, 8, "wbuf=N",
 	      "MiB of uncommitted writes kept per file before a COMMIT; four\n"
 	      "times that for the whole mount (%u)"),
 	PATH("logfile", logfile, "logfile=PATH",

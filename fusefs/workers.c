@@ -4,14 +4,19 @@
  *
  * A libfuse handler makes a job (job_new), copies the request's arguments
  * into it and submits it (job_submit): that has the interrupt path watch it
- * (interrupt.c) and queues it; an idle worker takes it, or a new worker is
- * started, so that a request never waits for another one to finish.  The
- * worker enters the job's task, runs it inside the mount mode's region,
- * leaves the region, then replies, unless the interrupt path answered
- * first.
+ * (interrupt.c), then the session thread that read the request runs it
+ * itself, or, for a write (which write-behind answers early and which goes
+ * on after), queues it for the pool: an idle worker takes it, or a new
+ * worker is started, so that a request never waits for another one to
+ * finish.  Whoever runs the job enters its task, runs it inside the mount
+ * mode's region, leaves the region, then replies, unless the interrupt
+ * path answered first.
  *
- * The session threads only ever copy and queue here: they never wait for
- * the network, and never for a worker.
+ * A session thread running a job is one libfuse no longer counts as
+ * reading /dev/fuse; libfuse starts another whenever none is left, up to a
+ * bound (intrfs.c) above the max_workers jobs that may run so, so an
+ * INTERRUPT for a blocked request is always read.  Past that many jobs in
+ * session threads, jobs go to the pool.
  *
  * Lock order: pool.lock is a leaf, held for queue work only.  A job's
  * references are atomic: the worker's, and one for each interrupt callback
@@ -321,6 +326,27 @@ void job_submit(struct job *j)
 		j->name2_unsure = unsure_begin(fs, j->name2_dir, j->name2);
 	intr_watch(j);
 	pthread_mutex_lock(&p->lock);
+	if (!j->pooled && !p->stopping &&
+	    p->inline_running < fs->o.max_workers) {
+		/*
+		 * The session thread runs the job itself: one hand-over
+		 * fewer, which is a fifth of a metadata request's time.
+		 * libfuse starts another session thread when none is left
+		 * reading, up to max_workers more than may run jobs
+		 * (intrfs.c), so an INTERRUPT is always read.
+		 */
+		p->inline_running++;
+		p->running++;
+		pthread_mutex_unlock(&p->lock);
+		job_run(j);
+		pthread_mutex_lock(&p->lock);
+		p->inline_running--;
+		p->running--;
+		if (!p->running && !p->head)
+			pthread_cond_broadcast(&p->done);
+		pthread_mutex_unlock(&p->lock);
+		return;
+	}
 	j->qnext = NULL;
 	if (p->tail)
 		p->tail->qnext = j;

@@ -1139,7 +1139,7 @@ int nc__xprt_batch_notify(struct nc__xprt *x, struct nc__rpc *rpcs, unsigned n,
 		if (call->rc && !first)
 			first = call->rc;
 		nc__count(&x->stats->calls);
-		free(call->reply);
+		nc__rec_put(x, call->reply, call->reply_cap);
 		free(call->rec);
 	}
 	task_cond_destroy(&waiter.cond);
@@ -1187,6 +1187,7 @@ int nc__xprt_create(const struct nc__xprt_cfg *cfg, struct nc__xprt **out)
 	task_mutex_init(&x->send_lock);
 	task_mutex_init(&x->lock);
 	task_cond_init(&x->conn_cond);
+	pthread_mutex_init(&x->rec_lock, NULL);
 	x->rx_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (x->rx_efd < 0) {
 		err = -errno;
@@ -1246,6 +1247,8 @@ void nc__xprt_destroy(struct nc__xprt *x)
 	if (x->closing_fd >= 0)
 		nc__close_reset(x->closing_fd);
 	close(x->rx_efd);
+	nc__rec_drain(x);
+	pthread_mutex_destroy(&x->rec_lock);
 	task_cond_destroy(&x->conn_cond);
 	task_mutex_destroy(&x->lock);
 	task_mutex_destroy(&x->send_lock);

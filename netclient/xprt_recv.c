@@ -98,18 +98,62 @@ static struct nc__call *xid_find(struct nc__xprt *x, uint32_t xid)
 	return NULL;
 }
 
+/* Record buffers. */
+
+unsigned char *nc__rec_get(struct nc__xprt *x, size_t need, size_t *cap)
+{
+	unsigned char *rec = NULL;
+
+	if (need < NC__REC_MIN)
+		return NULL;
+	pthread_mutex_lock(&x->rec_lock);
+	for (unsigned i = 0; i < x->nrec_cache; i++) {
+		if (x->rec_cache_cap[i] >= need) {
+			rec = x->rec_cache[i];
+			*cap = x->rec_cache_cap[i];
+			x->nrec_cache--;
+			x->rec_cache[i] = x->rec_cache[x->nrec_cache];
+			x->rec_cache_cap[i] = x->rec_cache_cap[x->nrec_cache];
+			break;
+		}
+	}
+	pthread_mutex_unlock(&x->rec_lock);
+	return rec;
+}
+
+void nc__rec_put(struct nc__xprt *x, unsigned char *rec, size_t cap)
+{
+	if (rec && cap >= NC__REC_MIN) {
+		pthread_mutex_lock(&x->rec_lock);
+		if (x->nrec_cache < NC__REC_KEEP) {
+			x->rec_cache[x->nrec_cache] = rec;
+			x->rec_cache_cap[x->nrec_cache++] = cap;
+			rec = NULL;
+		}
+		pthread_mutex_unlock(&x->rec_lock);
+	}
+	free(rec);
+}
+
+void nc__rec_drain(struct nc__xprt *x)
+{
+	while (x->nrec_cache)
+		free(x->rec_cache[--x->nrec_cache]);
+}
+
 /*
- * Hands a complete record to its call.  Takes ownership of rec.  Returns
- * -EPROTO for a record that is not an RPC reply at all.
+ * Hands a complete record to its call.  Takes ownership of rec, of cap
+ * bytes.  Returns -EPROTO for a record that is not an RPC reply at all.
  */
-static int deliver(struct nc__xprt *x, unsigned char *rec, size_t len)
+static int deliver(struct nc__xprt *x, unsigned char *rec, size_t len,
+		   size_t cap)
 {
 	struct nc__call *call;
 	uint32_t xid, dir;
 
 	if (len < 8) {
 		nc__count(&x->stats->bad_replies);
-		free(rec);
+		nc__rec_put(x, rec, cap);
 		return -EPROTO;
 	}
 	memcpy(&xid, rec, 4);
@@ -118,7 +162,7 @@ static int deliver(struct nc__xprt *x, unsigned char *rec, size_t len)
 	xid = ntohl(xid);
 	if (ntohl(dir) != REPLY) {
 		nc__count(&x->stats->bad_replies);
-		free(rec);
+		nc__rec_put(x, rec, cap);
 		return -EPROTO;
 	}
 	task_mutex_lock_nofail(&x->lock);
@@ -126,11 +170,12 @@ static int deliver(struct nc__xprt *x, unsigned char *rec, size_t len)
 	if (!call || call->state == NC__CALL_DONE) {
 		nc__count(&x->stats->unknown_xids);
 		task_mutex_unlock(&x->lock);
-		free(rec);
+		nc__rec_put(x, rec, cap);
 		return 0;
 	}
 	call->reply = rec;
 	call->reply_len = len;
+	call->reply_cap = cap;
 	call->reply_ns = region_now_ns();
 	nc__count(&x->stats->receives);
 	/* relaxed: a statistic. */
@@ -204,6 +249,9 @@ int nc__rx_parse(struct nc__xprt *x, struct nc__rx *rx,
 				nc__count(&x->stats->bad_replies);
 				return -EPROTO;
 			}
+			if (!rx->rec)
+				rx->rec = nc__rec_get(x, rx->frag_left,
+						      &rx->rec_cap);
 			if (rx->rec_len + rx->frag_left > rx->rec_cap) {
 				size_t cap = rx->rec_len + rx->frag_left;
 				unsigned char *p =
@@ -223,7 +271,8 @@ int nc__rx_parse(struct nc__xprt *x, struct nc__rx *rx,
 		if (rx->frag_left == 0) {
 			rx->mark_have = 0;
 			if (rx->last) {
-				int rc = deliver(x, rx->rec, rx->rec_len);
+				int rc = deliver(x, rx->rec, rx->rec_len,
+						 rx->rec_cap);
 
 				rx->rec = NULL;
 				rx->rec_len = rx->rec_cap = 0;

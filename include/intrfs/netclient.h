@@ -208,21 +208,21 @@ struct nc_pathconf {
  * list, X(name, what it counts), from which the struct, the transport's
  * atomics, intrfs-client's -v and every other dump are made.
  */
-#define NC_STATS_FIELDS(X)                                          \
-	X(calls, "calls completed (any result)")                    \
-	X(retransmits, "resends after a timeout or a reset")        \
-	X(major_timeouts, "timeo*retrans runs without a reply")     \
-	X(resets, "connections reset by the client")                \
-	X(partial_resets, "of those, a record cut by an interrupt") \
-	X(reconnects, "connections made after the first")           \
-	X(same_port, "reconnects from the previous source port")    \
-	X(bad_replies, "replies that did not decode")               \
-	X(unknown_xids, "replies nobody waited for (dropped)")      \
-	X(interrupted, "calls that ended with -EINTR")              \
-	X(connects, "connections made")                             \
-	X(connect_ns, "time spent connecting, ns")                  \
-	X(sends, "records sent whole (calls and retransmissions)")  \
-	X(receives, "replies taken for a call")                     \
+#define NC_STATS_FIELDS(X)                                           \
+	X(calls, "calls completed (any result)")                     \
+	X(retransmits, "resends after a timeout or a reset")         \
+	X(major_timeouts, "timeo*(retrans+1) spent without a reply") \
+	X(resets, "connections reset by the client")                 \
+	X(partial_resets, "of those, a record cut by an interrupt")  \
+	X(reconnects, "connections made after the first")            \
+	X(same_port, "reconnects from the previous source port")     \
+	X(bad_replies, "replies that did not decode")                \
+	X(unknown_xids, "replies nobody waited for (dropped)")       \
+	X(interrupted, "calls that ended with -EINTR")               \
+	X(connects, "connections made")                              \
+	X(connect_ns, "time spent connecting, ns")                   \
+	X(sends, "records sent whole (calls and retransmissions)")   \
+	X(receives, "replies taken for a call")                      \
 	X(backlog, "calls that waited for a free slot")
 
 struct nc_stats {
