@@ -20,7 +20,8 @@
  *
  * Order and bounds: a write waits while an earlier one to an overlapping
  * range is on its way (the server could apply them in either order) and
- * while WB_MAX_CALLS writes or WB_MAX_MIB MiB of a file are.  What reads
+ * while WB_MAX_CALLS writes or WB_MAX_MIB MiB of a file are, or, while one
+ * of the file's is, the mount's I/O buffers pass four times wbuf=.  What reads
  * or reports the file's data or size waits for the writes on their way
  * first: a read for those that overlap it, getattr, setattr and lookup for
  * all, flush and fsync for every write job to finish with the file.
@@ -366,11 +367,20 @@ static void sending_remove(struct wb_node *w, struct extent *e)
 	w->sending_bytes -= e->len;
 }
 
-static bool sending_full(const struct wb_node *w, size_t len)
+/*
+ * Whether a write of len must wait for room: the file's own bounds, or the
+ * mount's I/O buffers past four times wbuf=.  Only while the file has a
+ * write on its way, whose end wakes the waiter: so a file under the
+ * mount's bound still sends one write at a time, and none waits for
+ * another file.
+ */
+static bool sending_full(const struct intrfs *fs, const struct wb_node *w,
+			 size_t len)
 {
 	return w->nsending &&
 	       (w->nsending >= WB_MAX_CALLS ||
-		w->sending_bytes + len > (size_t)WB_MAX_MIB << 20);
+		w->sending_bytes + len > (size_t)WB_MAX_MIB << 20 ||
+		buf_busy_bytes() >= (size_t)fs->o.wbuf_mb << 22);
 }
 
 int wb_write(struct job *j, struct node *n)
@@ -388,7 +398,7 @@ int wb_write(struct job *j, struct node *n)
 		return rc;
 	/* In order after overlapping writes, and not too many at once. */
 	while (!w->write_error && (overlaps(w->sending, e->off, e->len) ||
-				   sending_full(w, e->len))) {
+				   sending_full(j->fs, w, e->len))) {
 		rc = task_cond_wait(&w->cond, &w->lock, wb_room_mode,
 				    TASK_FOREVER);
 		if (rc) {

@@ -7,12 +7,15 @@
  *                                 (1 MiB reads; drop the caches first)
  *   scale_bench read DIR N MIB intr|calm
  *                                 the N readers, and one more process
- *                                 reading DIR/x (1 MiB O_DIRECT reads,
- *                                 no SA_RESTART) in a loop: with intr it
- *                                 is sent SIGINT every millisecond, so
+ *                                 reading DIR/x (a 1 MiB O_DIRECT read
+ *                                 every 10 ms, no SA_RESTART): with intr
+ *                                 it is sent SIGINT every millisecond, so
  *                                 that its requests are interrupted
  *                                 while the N others are busy; with calm
- *                                 it reads the same way, unsignalled
+ *                                 it reads the same way, unsignalled.  It
+ *                                 starts a read on the same clock either
+ *                                 way, so the server does the same work
+ *                                 (an interrupted READ is still answered)
  *
  * Prints mibs=TOTAL (the N streams' bytes over the time from the start
  * until the last of them ended) and, with intr|calm, eintr=COUNT (the
@@ -26,11 +29,14 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <intrfs/region.h>
 
 #define CHUNK (1 << 20)
+/* The extra reader starts a read this often. */
+#define EXTRA_PERIOD_NS 10000000
 
 static volatile sig_atomic_t stop_extra;
 
@@ -80,6 +86,7 @@ static void stream(const char *path, int writing, long mib)
 static void extra(const char *path, long *counts)
 {
 	struct sigaction sa = { 0 };
+	struct timespec next;
 	void *buf;
 	int fd;
 
@@ -92,6 +99,7 @@ static void extra(const char *path, long *counts)
 	fd = open(path, O_RDONLY | O_DIRECT);
 	if (fd < 0)
 		fail(path);
+	clock_gettime(CLOCK_MONOTONIC, &next);
 	while (!stop_extra) {
 		ssize_t n = pread(fd, buf, CHUNK, 0);
 
@@ -100,6 +108,15 @@ static void extra(const char *path, long *counts)
 		else if (n < 0)
 			fail(path);
 		__atomic_add_fetch(&counts[1], 1, __ATOMIC_RELAXED);
+		next.tv_nsec += EXTRA_PERIOD_NS;
+		if (next.tv_nsec >= 1000000000) {
+			next.tv_nsec -= 1000000000;
+			next.tv_sec++;
+		}
+		while (!stop_extra &&
+		       clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next,
+				       NULL) == EINTR)
+			;
 	}
 	_exit(0);
 }
