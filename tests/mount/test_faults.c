@@ -904,7 +904,7 @@ TEST_IMPL(fault_memory_bounded)
 	fprintf(stderr, "# after 1 GiB written: peak %lu MiB, now %lu MiB\n",
 		hwm / 1024, rss / 1024);
 	/* 4 x wbuf for the mount, 8 MiB on the way per file, the rest. */
-	ASSERT_UINT64_LT(hwm, 200ul * 1024);
+	ASSERT_UINT64_LT(hwm, 96ul * 1024);
 	ASSERT_UINT64_LT(rss, 64ul * 1024);
 	mnt_stop(&m);
 	return 0;
