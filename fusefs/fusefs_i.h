@@ -278,7 +278,7 @@ struct job {
 	struct intrfs *fs;
 	fuse_req_t req; /* ours until answered is set by someone else */
 	task_t *task;
-	job_run_fn run; /* in the worker, inside the op's region */
+	job_run_fn run; /* in the job's thread, inside the op's region */
 	job_reply_fn reply; /* after the region, when run returned 0 */
 	struct nc_cred cred;
 	pid_t tid; /* the caller's thread */

@@ -1,10 +1,10 @@
 /*
  * The FUSE operations: each turns a request into netclient calls and an
  * answer, and nothing more.  Each has three parts: the libfuse handler (on
- * a session thread: copy the arguments into a job, submit it, return), a
- * run function (on a worker, inside the job's task and the mount mode's
- * region: the NFS calls) and a reply function (after the region: answer
- * FUSE).  Forget, and a flush or release with nothing to do, are answered
+ * a session thread: copy the arguments into a job and submit it), a run
+ * function (inside the job's task and the mount mode's region: the NFS
+ * calls; on the same session thread, or on a worker for writes,
+ * workers.c) and a reply function (after the region: answer FUSE).  Forget, and a flush or release with nothing to do, are answered
  * on the session thread; a write is answered from inside its run, once its
  * WRITEs have left (write-behind).
  *
