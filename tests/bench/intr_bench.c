@@ -103,6 +103,30 @@ static void print(const char *name, uint64_t *v, int n, double unit,
 	       (double)v[(n * 99) / 100 < n ? (n * 99) / 100 : n - 1] / unit);
 }
 
+/*
+ * Starts a child that makes one read of fd and waits until it is stuck in
+ * the file system; returns its pid.
+ */
+static pid_t start_stuck_reader(int fd)
+{
+	int up[2], down[2];
+	pid_t pid;
+
+	if (pipe(up) || pipe(down))
+		exit(1);
+	pid = fork();
+	if (pid == 0)
+		reader(fd, 1, up[1], down[0]);
+	if (pid < 0 || write(down[1], "g", 1) != 1)
+		exit(1);
+	wait_in_fuse(pid);
+	close(up[0]);
+	close(up[1]);
+	close(down[0]);
+	close(down[1]);
+	return pid;
+}
+
 /* Other readers, stuck in FILE for the whole run: the load. */
 static pid_t *others, parent;
 static int n_others;
@@ -110,23 +134,8 @@ static int n_others;
 static void block_others(int fd, int n)
 {
 	others = calloc((size_t)(n > 0 ? n : 1), sizeof(*others));
-	for (int i = 0; i < n; i++) {
-		int up[2], down[2];
-
-		if (pipe(up) || pipe(down))
-			exit(1);
-		others[i] = fork();
-		if (others[i] == 0)
-			reader(fd, 1, up[1], down[0]);
-		n_others++;
-		if (write(down[1], "g", 1) != 1)
-			exit(1);
-		wait_in_fuse(others[i]);
-		close(up[0]);
-		close(up[1]);
-		close(down[0]);
-		close(down[1]);
-	}
+	for (int i = 0; i < n; i++)
+		others[n_others++] = start_stuck_reader(fd);
 }
 
 static void end_others(void)
@@ -209,26 +218,14 @@ int main(int argc, char **argv)
 		print(prefix, lat, n, 1e3, "us");
 	} else {
 		for (int i = 0; i < n; i++) {
-			int up[2], down[2];
 			uint64_t t0;
 			pid_t pid;
 
-			if (pipe(up) || pipe(down))
-				return 1;
-			pid = fork();
-			if (pid == 0)
-				reader(fd, 1, up[1], down[0]);
-			if (write(down[1], "g", 1) != 1)
-				return 1;
-			wait_in_fuse(pid);
+			pid = start_stuck_reader(fd);
 			t0 = region_now_ns();
 			kill(pid, SIGKILL);
 			waitpid(pid, NULL, 0);
 			lat[i] = region_now_ns() - t0;
-			close(up[0]);
-			close(up[1]);
-			close(down[0]);
-			close(down[1]);
 		}
 		print(prefix, lat, n, 1e6, "ms");
 	}
