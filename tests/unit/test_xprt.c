@@ -9,6 +9,7 @@
 
 #include "fake_rpc.h"
 #include "netclient_i.h"
+#include "xprt_i.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -136,6 +137,44 @@ TEST_IMPL(xprt_echo_sizes)
 	return 0;
 }
 
+/*
+ * Reply records of NC__REC_MIN bytes and more are kept for the next reply:
+ * replies of every size still arrive whole and right, a small record never
+ * comes from the store, and the store holds at most NC__REC_KEEP buffers
+ * (ASan sees the rest freed).
+ */
+TEST_IMPL(xprt_reply_buffers_kept)
+{
+	static const size_t sizes[] = { NC_MAX_IO, NC_MAX_IO, 262144,
+					100,	   NC_MAX_IO, 70000 };
+	struct fake_rpc *f = fake_rpc_start(0);
+	struct nc_opts o = opts_of(NC_HARD, NC_KILLABLE, 600, 2);
+	struct nc__xstats st = { 0 };
+	task_t *t = enter_task(REGION_POLICY_REGION);
+	struct nc__xprt *x = make_xprt(fake_rpc_port(f), &o, &st);
+	unsigned char *p;
+	size_t cap = 0;
+
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+		ASSERT_EQ(echo(x, sizes[i]), 0);
+	ASSERT_GT(x->nrec_cache, 0);
+	ASSERT_LE(x->nrec_cache, NC__REC_KEEP);
+	ASSERT_NULL(nc__rec_get(x, NC__REC_MIN - 1, &cap));
+	p = nc__rec_get(x, NC_MAX_IO, &cap);
+	ASSERT_NOT_NULL(p);
+	ASSERT_GE(cap, NC_MAX_IO);
+	nc__rec_put(x, p, cap);
+	ASSERT_NULL(nc__rec_get(x, (size_t)NC_MAX_IO * 4, &cap));
+	for (unsigned i = 0; i < NC__REC_KEEP + 2; i++)
+		nc__rec_put(x, malloc(NC__REC_MIN), NC__REC_MIN);
+	nc__rec_put(x, malloc(16), 16);
+	ASSERT_EQ(x->nrec_cache, NC__REC_KEEP);
+	ASSERT_EQ(stat_of(&st.calls), sizeof(sizes) / sizeof(sizes[0]));
+	nc__xprt_destroy(x);
+	leave_task(t);
+	fake_rpc_stop(f);
+	return 0;
+}
 /*
  * Bulk data as an rpc tail (sent from the caller's buffer, not encoded):
  * the fake server echoes the opaque, so the bytes, the length word and the
