@@ -48,6 +48,11 @@
  */
 struct fs_opts {
 	bool direct_io; /* every open bypasses the page cache */
+	/*
+	 * nocto: an open trusts the attribute cache; by default (cto) it
+	 * asks the server, so what another client wrote and closed is seen.
+	 */
+	bool nocto;
 	/* Attribute timeouts in seconds, as nfs(5)'s; 0 with noac. */
 	double acregmin, acdirmin;
 	bool neg_cache; /* lookupcache=all: negative entries for acdirmin */
@@ -123,6 +128,16 @@ struct node {
 	struct timespec ctime;
 	uint64_t attr_gen;
 	struct access_entry *access; /* access.c; protected by nodes_lock */
+	/*
+	 * Protected by fs->nodes_lock: the size and times the kernel was
+	 * last given (node_stat()), for close-to-open: an open that finds
+	 * the server's differ invalidates the kernel's.  kattr_set false:
+	 * not known (an answer the kernel refused, an invalidation), so the
+	 * next open invalidates.
+	 */
+	bool kattr_set;
+	uint64_t ksize;
+	struct timespec kmtime, kctime;
 	/*
 	 * Protected by fs->nodes_lock: a directory's name in its parent, as
 	 * last handed to the kernel; invalidating that entry drops every
@@ -411,9 +426,21 @@ void nodes_foreach(struct intrfs *fs, void (*fn)(struct node *n, void *arg),
 		   void *arg);
 /* How long the kernel may keep attributes of this mode (seconds). */
 double attr_timeout(const struct intrfs *fs, mode_t mode);
-/* n's attributes a as the kernel gets them, recorded on n first. */
+/*
+ * n's attributes a as the kernel gets them, recorded on n first (also as
+ * what the kernel holds).
+ */
 void node_stat(struct intrfs *fs, struct node *n, const struct nc_attr *a,
 	       struct stat *st);
+/* The kernel refused an answer with n's attributes: it holds older ones. */
+void node_kattr_unknown(struct intrfs *fs, struct node *n);
+/*
+ * Close-to-open: records a, the server's attributes found at an open, and
+ * whether the kernel's size and times of n differ from them (or are not
+ * known); then they are to be invalidated, and no longer known.
+ */
+bool node_kattr_stale(struct intrfs *fs, struct node *n,
+		      const struct nc_attr *a);
 /*
  * The FUSE entry for name in parent, which the server gave e for: finds or
  * makes its node and counts one lookup.  How long the kernel may keep it

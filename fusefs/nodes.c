@@ -272,6 +272,20 @@ double attr_timeout(const struct intrfs *fs, mode_t mode)
 	return S_ISDIR(mode) ? fs->o.acdirmin : fs->o.acregmin;
 }
 
+static bool same_time(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
+}
+
+/* What the kernel is given of n's size and times.  nodes_lock held. */
+static void kattr_set(struct node *n, const struct nc_attr *a)
+{
+	n->kattr_set = true;
+	n->ksize = a->size;
+	n->kmtime = a->mtime;
+	n->kctime = a->ctime;
+}
+
 void node_stat(struct intrfs *fs, struct node *n, const struct nc_attr *a,
 	       struct stat *st)
 {
@@ -282,10 +296,41 @@ void node_stat(struct intrfs *fs, struct node *n, const struct nc_attr *a,
 	attr_to_stat(a, st);
 	pthread_mutex_lock(&fs->nodes_lock);
 	silly = n->silly_name != NULL;
+	kattr_set(n, a);
 	pthread_mutex_unlock(&fs->nodes_lock);
 	/* Unlinked while open: its hidden name is not a link to count. */
 	if (silly && st->st_nlink > 0)
 		st->st_nlink--;
+}
+
+void node_kattr_unknown(struct intrfs *fs, struct node *n)
+{
+	pthread_mutex_lock(&fs->nodes_lock);
+	n->kattr_set = false;
+	pthread_mutex_unlock(&fs->nodes_lock);
+}
+
+bool node_kattr_stale(struct intrfs *fs, struct node *n,
+		      const struct nc_attr *a)
+{
+	bool stale;
+
+	if (node_saw_attr(fs, n, a))
+		entries_revoke(fs, n);
+	pthread_mutex_lock(&fs->nodes_lock);
+	/*
+	 * The size and the times, as Linux NFS compares its change
+	 * attributes: ctime moves with every change, mtime and size with
+	 * the data.
+	 */
+	stale = !n->kattr_set || n->ksize != a->size ||
+		!same_time(&n->kmtime, &a->mtime) ||
+		!same_time(&n->kctime, &a->ctime);
+	/* Invalidated now: the kernel asks for them again (node_stat()). */
+	if (stale)
+		n->kattr_set = false;
+	pthread_mutex_unlock(&fs->nodes_lock);
+	return stale;
 }
 
 int node_entry(struct intrfs *fs, struct node *parent, const char *name,

@@ -29,6 +29,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,12 +82,14 @@ static int job_entry(struct job *j, struct node *parent, const char *name,
 
 static void reply_entry(struct job *j)
 {
-	fuse_reply_entry(j->req, &j->entry);
+	if (fuse_reply_entry(j->req, &j->entry) && j->entry.ino)
+		node_kattr_unknown(j->fs, node_of(j->fs, j->entry.ino));
 }
 
 static void reply_attr(struct job *j)
 {
-	fuse_reply_attr(j->req, &j->st, attr_timeout(j->fs, j->st.st_mode));
+	if (fuse_reply_attr(j->req, &j->st, attr_timeout(j->fs, j->st.st_mode)))
+		node_kattr_unknown(j->fs, node_of(j->fs, j->ino));
 }
 
 static void reply_ok(struct job *j)
@@ -547,8 +550,10 @@ static void reply_create(struct job *j)
 	struct node *n = node_of(j->fs, j->entry.ino);
 
 	node_open(j->fs, n);
-	if (fuse_reply_create(j->req, &j->entry, &j->fi) == -ENOENT)
+	if (fuse_reply_create(j->req, &j->entry, &j->fi) == -ENOENT) {
+		node_kattr_unknown(j->fs, n);
 		open_refused(j, n);
+	}
 }
 
 static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
@@ -660,6 +665,36 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 
 /* open, read */
 
+/*
+ * Close-to-open, as Linux NFS does it at every open: the server's
+ * attributes, and when they are not what the kernel was last told (another
+ * client changed the file), the kernel's invalidated before the open is
+ * answered.  FUSE's answer to an open carries no attributes, and the kernel
+ * would read up to the size it has; the pages go at every open anyway
+ * (keep_cache is 0).  A handle the server no longer knows (another client
+ * replaced the name) fails the open with ESTALE, and the VFS looks the name
+ * up again (LOOKUP_REVAL).
+ */
+static int open_revalidate(struct job *j, struct node *n)
+{
+	struct nc_attr a;
+	int rc = wb_wait_sent(n, 0, 0);
+
+	if (rc == 0)
+		rc = nc_getattr(j->fs->nc, &j->cred, &n->fh, &a);
+	if (rc)
+		return rc;
+	if (node_kattr_stale(j->fs, n, &a)) {
+		rc = fuse_lowlevel_notify_inval_inode(j->fs->se, j->ino, -1, 0);
+		if (rc && rc != -ENOENT)
+			fprintf(stderr,
+				"intrfs: could not invalidate the attributes "
+				"of file %" PRIu64 ": %s\n",
+				a.fileid, strerror(-rc));
+	}
+	return 0;
+}
+
 static int run_open(struct job *j)
 {
 	struct node *n = node_of(j->fs, j->ino);
@@ -697,6 +732,10 @@ static int run_open(struct job *j)
 		if (rc)
 			return rc;
 		node_stat(j->fs, n, &a, &st);
+	} else if (S_ISREG(n->type) && !j->fs->o.nocto) {
+		rc = open_revalidate(j, n);
+		if (rc)
+			return rc;
 	}
 	j->fi.direct_io = wants_direct_io(j->fs, j->fi.flags);
 	/* Close-to-open: what another client wrote must be seen. */

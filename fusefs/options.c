@@ -39,6 +39,7 @@ enum opt_kind {
 	OPT_SECTION, /* a heading of --help; no option */
 	OPT_NETCLIENT, /* parsed by netclient: its line of --help only */
 	OPT_FLAG, /* name: sets a bool field */
+	OPT_UNFLAG, /* name: clears a bool field (cto beside nocto) */
 	OPT_SECONDS, /* name=S: a double field in [0, SECONDS_MAX] */
 	OPT_ACTIMEO, /* actimeo=S: every attribute cache time */
 	OPT_NOAC, /* noac: no attribute cache, no negative entries */
@@ -90,6 +91,11 @@ struct opt_def {
 		.name = n, .kind = OPT_FLAG,                           \
 		.off = offsetof(struct fs_opts, field), .syntax = syn, \
 		.help = h                                              \
+	}
+#define UNFLAG(n, field)                                \
+	{                                               \
+		.name = n, .kind = OPT_UNFLAG,          \
+		.off = offsetof(struct fs_opts, field), \
 	}
 #define SECONDS(n, field)                              \
 	{                                              \
@@ -150,6 +156,11 @@ static const struct opt_def opt_defs[] = {
 	KIND("noac", OPT_NOAC, NULL, NULL),
 	KIND("lookupcache", OPT_LOOKUPCACHE, "lookupcache=all|positive|none",
 	     "cache negative lookups or not"),
+	FLAG("nocto", nocto, "cto (default) | nocto",
+	     "close-to-open: every open asks the server for the\n"
+	     "file's attributes and drops what the kernel cached\n"
+	     "if another client changed it; nocto trusts the cache"),
+	UNFLAG("cto", nocto),
 	NETCLIENT("vers=3, proto=tcp", "the only ones there are"),
 
 	SECTION("Interruptibility (intrfs gives them their historic meaning):"),
@@ -337,6 +348,7 @@ static int opt_set(struct intrfs *fs, struct fs_fuse_opts *fo,
 
 	switch (d->kind) {
 	case OPT_FLAG:
+	case OPT_UNFLAG:
 	case OPT_NOAC:
 	case OPT_FUSE_FLAG:
 	case OPT_IGNORED_FLAG:
@@ -365,6 +377,9 @@ static int opt_set(struct intrfs *fs, struct fs_fuse_opts *fo,
 		return 0;
 	case OPT_FLAG:
 		*(bool *)opt_field(o, d) = true;
+		return 0;
+	case OPT_UNFLAG:
+		*(bool *)opt_field(o, d) = false;
 		return 0;
 	case OPT_SECONDS:
 		rc = parse_seconds(key, val, &secs, err, errlen);

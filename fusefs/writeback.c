@@ -383,6 +383,26 @@ static bool sending_full(const struct intrfs *fs, const struct wb_node *w,
 		buf_busy_bytes() >= (size_t)fs->o.wbuf_mb << 22);
 }
 
+/*
+ * An append goes where the server's file ends now, not where the kernel's
+ * cached size put it: another client may have appended since.  After this
+ * file's writes on their way, a GETATTR.  The kernel learns the size at its
+ * next look at the attributes, which it invalidates after every write; its
+ * pages are left alone here (the writer holds their lock), and go when that
+ * look finds the size moved.
+ */
+static int append_at_end(struct job *j, struct node *n, struct extent *e)
+{
+	struct nc_attr a;
+	int rc = wb_wait_sent(n, 0, 0);
+
+	if (rc == 0)
+		rc = nc_getattr(j->fs->nc, &j->cred, &n->fh, &a);
+	if (rc == 0)
+		e->off = a.size;
+	return rc;
+}
+
 int wb_write(struct job *j, struct node *n)
 {
 	struct wb_node *w = &n->wb;
@@ -393,6 +413,11 @@ int wb_write(struct job *j, struct node *n)
 	bool commit;
 	int rc;
 
+	if (j->fi.flags & O_APPEND) {
+		rc = append_at_end(j, n, e);
+		if (rc)
+			return rc;
+	}
 	rc = task_mutex_lock(&w->lock, wb_room_mode, TASK_FOREVER);
 	if (rc)
 		return rc;

@@ -31,6 +31,9 @@
 #ifndef NETFAULT_BIN
 #error "NETFAULT_BIN: the path of netfault, from tests/meson.build"
 #endif
+#ifndef INTRFSCTL_BIN
+#error "INTRFSCTL_BIN: the path of intrfsctl, from tests/meson.build"
+#endif
 
 static const struct test_server *live_srv;
 static pid_t nf_pid;
@@ -377,22 +380,32 @@ static void track(struct mnt *m, bool on)
 }
 
 /* Starts the daemon; returns its pid. */
+/*
+ * Starts a daemon mounting local, a directory of the export, or (NULL) a
+ * fresh one.
+ */
 static pid_t spawn_daemon(struct mnt *m, const struct test_server *s,
-			  const char *opts)
+			  const char *opts, const char *local)
 {
 	const char *intrfs = intrfs_bin();
 	char sub[64], source[600], o[800];
 	pid_t pid;
 
-	/* A directory an earlier run left (its pid reused) is skipped. */
-	do {
-		snprintf(sub, sizeof(sub), "t-%d-%u", (int)getpid(), ++seq);
-		snprintf(m->local, sizeof(m->local), "%s/%s", s->export_dir,
-			 sub);
-	} while (mkdir(m->local, 0777) < 0 && errno == EEXIST);
-	if (access(m->local, W_OK) != 0)
-		TEST__FAIL("mkdir %s: %s", m->local, strerror(errno));
-	ASSERT_EQ(chmod(m->local, 0777), 0);
+	if (local) {
+		snprintf(m->local, sizeof(m->local), "%s", local);
+		seq++;
+	} else {
+		/* A directory an earlier run left (its pid reused) is skipped. */
+		do {
+			snprintf(sub, sizeof(sub), "t-%d-%u", (int)getpid(),
+				 ++seq);
+			snprintf(m->local, sizeof(m->local), "%s/%s",
+				 s->export_dir, sub);
+		} while (mkdir(m->local, 0777) < 0 && errno == EEXIST);
+		if (access(m->local, W_OK) != 0)
+			TEST__FAIL("mkdir %s: %s", m->local, strerror(errno));
+		ASSERT_EQ(chmod(m->local, 0777), 0);
+	}
 	snprintf(m->dir, sizeof(m->dir), "/tmp/intrfs-test-mnt.XXXXXX");
 	ASSERT_NOT_NULL(mkdtemp(m->dir));
 	snprintf(m->log, sizeof(m->log), "/tmp/intrfs-test-log.%d.%u",
@@ -495,14 +508,15 @@ void mnt_dump_tasks(const struct mnt *m, char *buf, size_t len)
 	}
 }
 
-void mnt_start(struct mnt *m, const struct test_server *s, const char *opts)
+static void mount_wait(struct mnt *m, const struct test_server *s,
+		       const char *opts, const char *local)
 {
 	uint64_t end = region_now_ns() + MOUNT_DEADLINE_MS * 1000000ull;
 	char log[8192];
 	int status;
 
 	memset(m, 0, sizeof(*m));
-	m->pid = spawn_daemon(m, s, opts);
+	m->pid = spawn_daemon(m, s, opts, local);
 	track(m, true);
 	while (!proc_intrfs_mounted(m->dir)) {
 		if (waitpid(m->pid, &status, WNOHANG) == m->pid) {
@@ -521,10 +535,21 @@ void mnt_start(struct mnt *m, const struct test_server *s, const char *opts)
 	}
 }
 
+void mnt_start(struct mnt *m, const struct test_server *s, const char *opts)
+{
+	mount_wait(m, s, opts, NULL);
+}
+
+void mnt_start_shared(struct mnt *m, const struct mnt *other,
+		      const struct test_server *s, const char *opts)
+{
+	mount_wait(m, s, opts, other->local);
+}
+
 void mnt_spawn(struct mnt *m, const struct test_server *s, const char *opts)
 {
 	memset(m, 0, sizeof(*m));
-	m->pid = spawn_daemon(m, s, opts);
+	m->pid = spawn_daemon(m, s, opts, NULL);
 }
 
 int mnt_start_fails(struct mnt *m, const struct test_server *s,
@@ -534,7 +559,7 @@ int mnt_start_fails(struct mnt *m, const struct test_server *s,
 	int status;
 
 	memset(m, 0, sizeof(*m));
-	m->pid = spawn_daemon(m, s, opts);
+	m->pid = spawn_daemon(m, s, opts, NULL);
 	for (;;) {
 		if (waitpid(m->pid, &status, WNOHANG) == m->pid)
 			break;
@@ -571,6 +596,38 @@ void mnt_stop(struct mnt *m)
 	m->pid = 0;
 	rmdir(m->dir);
 	track(m, false);
+}
+
+uint64_t mnt_proc_ops(const struct mnt *m, const char *proc)
+{
+	char out[16384], key[64], *at;
+	size_t got = 0;
+	int p[2], st;
+	pid_t pid;
+
+	ASSERT_EQ(pipe(p), 0);
+	fflush(NULL);
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		close(p[0]);
+		dup2(p[1], 1);
+		execl(INTRFSCTL_BIN, "intrfsctl", m->dir, "stats",
+		      (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	for (ssize_t r; got < sizeof(out) - 1 &&
+			(r = read(p[0], out + got, sizeof(out) - 1 - got)) > 0;)
+		got += (size_t)r;
+	out[got] = '\0';
+	close(p[0]);
+	ASSERT_EQ(waitpid(pid, &st, 0), pid);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		TEST__FAIL("intrfsctl %s stats failed: %s", m->dir, out);
+	snprintf(key, sizeof(key), "\"%s\":{\"ops\":", proc);
+	at = strstr(out, key);
+	return at ? strtoull(at + strlen(key), NULL, 10) : 0;
 }
 
 const char *mpath(const struct mnt *m, const char *rel)

@@ -89,12 +89,23 @@ void srv_wait_queues_full(const struct test_server *s);
  * with the daemon's log.
  */
 void mnt_start(struct mnt *m, const struct test_server *s, const char *opts);
+/*
+ * A second client: mounts the directory of the export that other mounts,
+ * as mnt_start() does.
+ */
+void mnt_start_shared(struct mnt *m, const struct mnt *other,
+		      const struct test_server *s, const char *opts);
 /* The daemon refused to mount: returns its exit status, log in buf. */
 int mnt_start_fails(struct mnt *m, const struct test_server *s,
 		    const char *opts, char *buf, size_t len);
 /* Only starts the daemon (m->pid); the test watches its log. */
 void mnt_spawn(struct mnt *m, const struct test_server *s, const char *opts);
 void mnt_stop(struct mnt *m);
+/*
+ * The calls of NFS procedure proc ("GETATTR") m's daemon has made, from
+ * intrfsctl stats.
+ */
+uint64_t mnt_proc_ops(const struct mnt *m, const char *proc);
 /* The daemon binary (INTRFS_BIN). */
 const char *intrfs_bin(void);
 /* What the daemon has logged so far. */

@@ -1,0 +1,359 @@
+/*
+ * Many clients, one export: two intrfs mounts of the same directory of the
+ * export (two clients, A and B), every outcome checked through the other
+ * mount and on the export itself.
+ *
+ * Close-to-open: what A wrote and closed, B sees whole at its next open,
+ * whatever B had cached (attributes, pages, the name of a file A replaced),
+ * by read(), mmap(), fstat() and the shell's tools; nocto trusts the cache
+ * and sends no GETATTR at open.  Appends: O_APPEND writes from both clients
+ * keep every line, in order, whatever B cached and however long between
+ * them, with and without O_DIRECT, with files held open.
+ */
+#include "harness.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* The whole of path by read() into buf (NUL-terminated); its length. */
+static size_t read_all(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY);
+	size_t got = 0;
+	ssize_t r;
+
+	if (fd < 0)
+		TEST__FAIL("open %s: %s", path, strerror(errno));
+	while (got < len - 1 && (r = read(fd, buf + got, len - 1 - got)) > 0)
+		got += (size_t)r;
+	if (r < 0)
+		TEST__FAIL("read %s: %s", path, strerror(errno));
+	buf[got] = '\0';
+	close(fd);
+	return got;
+}
+
+/* The same through mmap() of the size fstat() gives after the open. */
+static size_t read_mmap(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY);
+	struct stat st;
+	void *p;
+
+	if (fd < 0)
+		TEST__FAIL("open %s: %s", path, strerror(errno));
+	ASSERT_EQ(fstat(fd, &st), 0);
+	ASSERT_LT(st.st_size, (off_t)len);
+	buf[0] = '\0';
+	if (st.st_size == 0) {
+		close(fd);
+		return 0;
+	}
+	p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+	ASSERT(p != MAP_FAILED);
+	memcpy(buf, p, (size_t)st.st_size);
+	buf[st.st_size] = '\0';
+	munmap(p, (size_t)st.st_size);
+	close(fd);
+	return (size_t)st.st_size;
+}
+
+/* Appends s to path: open(O_APPEND), one write, close, as the shell's >>. */
+static void append(const char *path, const char *s, int flags)
+{
+	size_t len = strlen(s);
+	char *buf = NULL;
+	int fd = open(path, O_WRONLY | O_APPEND | flags);
+
+	if (fd < 0)
+		TEST__FAIL("open %s O_APPEND: %s", path, strerror(errno));
+	if (flags & O_DIRECT) {
+		/* O_DIRECT through FUSE takes any alignment; a copy anyway. */
+		ASSERT_EQ(posix_memalign((void **)&buf, 4096, 4096), 0);
+		memcpy(buf, s, len);
+	}
+	ASSERT_EQ(write(fd, buf ? buf : s, len), (ssize_t)len);
+	ASSERT_EQ(close(fd), 0);
+	free(buf);
+}
+
+static void put(const char *path, const char *s)
+{
+	write_file(path, s, strlen(s));
+}
+
+/* Close-to-open. */
+
+enum cto_prime { PRIME_STAT, PRIME_READ };
+enum cto_change { REWRITE, REPLACE };
+enum cto_see { SEE_READ, SEE_MMAP, SEE_FSTAT, SEE_SHELL };
+
+TEST_IMPL(clients_close_to_open)
+{
+	static const struct {
+		const char *what;
+		enum cto_prime prime; /* what B cached before */
+		enum cto_change change; /* what A did then */
+		enum cto_see see; /* how B looks */
+	} rows[] = {
+		{ "B stat, A rewrites it longer, B read()", PRIME_STAT, REWRITE,
+		  SEE_READ },
+		{ "B stat, A rewrites it longer, B mmap()", PRIME_STAT, REWRITE,
+		  SEE_MMAP },
+		{ "B stat, A rewrites it longer, B fstat() after open",
+		  PRIME_STAT, REWRITE, SEE_FSTAT },
+		{ "B read (pages cached), A rewrites it longer, B read()",
+		  PRIME_READ, REWRITE, SEE_READ },
+		{ "B read (pages cached), A rewrites it longer, B mmap()",
+		  PRIME_READ, REWRITE, SEE_MMAP },
+		{ "B read, A rewrites it longer, B cat, tail, sha256sum",
+		  PRIME_READ, REWRITE, SEE_SHELL },
+		{ "B stat, A renames another file over it, B read()",
+		  PRIME_STAT, REPLACE, SEE_READ },
+		{ "B read, A renames another file over it, B fstat()",
+		  PRIME_READ, REPLACE, SEE_FSTAT },
+	};
+	static const char first[] = "hello1\n", second[] = "longer content 3\n";
+	struct test_server s;
+	struct mnt a, b;
+
+	srv_get(&s);
+	/* Attribute caching on, as by default: the open must look. */
+	mnt_start(&a, &s, "");
+	mnt_start_shared(&b, &a, &s, "");
+	for (unsigned i = 0; i < ARRAY_SIZE(rows); i++) {
+		char name[16], tmp[24], buf[256], cmd[2048];
+		struct stat st, want;
+		size_t len = 0;
+
+		snprintf(name, sizeof(name), "c%u", i);
+		snprintf(tmp, sizeof(tmp), "c%u.new", i);
+		put(mpath(&a, name), first);
+		if (rows[i].prime == PRIME_STAT) {
+			lstat_ok(mpath(&b, name), &st);
+		} else {
+			read_all(mpath(&b, name), buf, sizeof(buf));
+			ASSERT_STR_EQ(buf, first);
+		}
+		if (rows[i].change == REWRITE) {
+			put(mpath(&a, name), second);
+		} else {
+			put(mpath(&a, tmp), second);
+			ASSERT_EQ(rename(mpath(&a, tmp), mpath(&a, name)), 0);
+		}
+		lstat_ok(lpath(&a, name), &want);
+		ASSERT_EQ(want.st_size, (off_t)strlen(second));
+		switch (rows[i].see) {
+		case SEE_READ:
+			len = read_all(mpath(&b, name), buf, sizeof(buf));
+			break;
+		case SEE_MMAP:
+			len = read_mmap(mpath(&b, name), buf, sizeof(buf));
+			break;
+		case SEE_FSTAT: {
+			int fd = open(mpath(&b, name), O_RDONLY);
+
+			ASSERT_GE(fd, 0);
+			ASSERT_EQ(fstat(fd, &st), 0);
+			close(fd);
+			if (st.st_size != want.st_size ||
+			    st.st_ino != want.st_ino ||
+			    st.st_mtim.tv_sec != want.st_mtim.tv_sec ||
+			    st.st_mtim.tv_nsec != want.st_mtim.tv_nsec)
+				TEST__FAIL(
+					"%s: B's fstat after open: size %lld "
+					"ino %llu mtime %lld.%09ld; the "
+					"export's: size %lld ino %llu "
+					"mtime %lld.%09ld",
+					rows[i].what, (long long)st.st_size,
+					(unsigned long long)st.st_ino,
+					(long long)st.st_mtim.tv_sec,
+					st.st_mtim.tv_nsec,
+					(long long)want.st_size,
+					(unsigned long long)want.st_ino,
+					(long long)want.st_mtim.tv_sec,
+					want.st_mtim.tv_nsec);
+			continue;
+		}
+		case SEE_SHELL:
+			/* Each tool opens the file itself. */
+			snprintf(
+				cmd, sizeof(cmd),
+				"set -e; f='%s'; e='%s';"
+				" test \"$(cat \"$f\" | wc -c)\" = %zu;"
+				" test \"$(tail -c 9 \"$f\")\" = "
+				"\"$(tail -c 9 \"$e\")\";"
+				" test \"$(sha256sum <\"$f\")\" = "
+				"\"$(sha256sum <\"$e\")\";"
+				" cp \"$f\" \"$f.copy\"; cmp \"$f.copy\" \"$e\"",
+				mpath(&b, name), lpath(&a, name),
+				strlen(second));
+			if (system(cmd) != 0)
+				TEST__FAIL("%s: cat, tail, sha256sum or cp on "
+					   "B did not see the export's file",
+					   rows[i].what);
+			continue;
+		}
+		if (len != strlen(second) || strcmp(buf, second) != 0)
+			TEST__FAIL("%s: B saw \"%s\" (%zu bytes), the export "
+				   "holds \"%s\"",
+				   rows[i].what, buf, len, second);
+	}
+	mnt_stop(&b);
+	mnt_stop(&a);
+	return 0;
+}
+
+/*
+ * An open sends one GETATTR under cto (the default, and when cto comes
+ * after nocto), none under nocto, which trusts the attribute cache.
+ */
+TEST_IMPL(clients_nocto)
+{
+	static const struct {
+		const char *opts;
+		uint64_t getattrs; /* per open of a file whose attributes
+				      the kernel holds */
+	} rows[] = {
+		{ "", 1 },	    { "cto", 1 },	{ "nocto", 0 },
+		{ "nocto,cto", 1 }, { "cto,nocto", 0 },
+	};
+	struct test_server s;
+	struct mnt m;
+
+	srv_get(&s);
+	for (unsigned i = 0; i < ARRAY_SIZE(rows); i++) {
+		struct stat st;
+		uint64_t before;
+		int fd;
+
+		mnt_start(&m, &s, rows[i].opts);
+		put(mpath(&m, "f"), "x\n");
+		lstat_ok(mpath(&m, "f"), &st);
+		before = mnt_proc_ops(&m, "GETATTR");
+		for (int k = 0; k < 4; k++) {
+			fd = open(mpath(&m, "f"), O_RDONLY);
+			ASSERT_GE(fd, 0);
+			ASSERT_EQ(close(fd), 0);
+		}
+		if (mnt_proc_ops(&m, "GETATTR") - before !=
+		    4 * rows[i].getattrs)
+			TEST__FAIL("-o '%s': 4 opens sent %llu GETATTRs, "
+				   "not %llu",
+				   rows[i].opts,
+				   (unsigned long long)(mnt_proc_ops(
+								&m, "GETATTR") -
+							before),
+				   (unsigned long long)(4 * rows[i].getattrs));
+		mnt_stop(&m);
+	}
+	return 0;
+}
+
+/* Appends. */
+
+TEST_IMPL(clients_append)
+{
+	static const struct {
+		const char *what;
+		unsigned delay_ms; /* between A's append and B's */
+		int b_flags; /* B's open flags beside O_WRONLY|O_APPEND */
+	} rows[] = {
+		{ "B cached the file, A appends, B appends at once", 0, 0 },
+		{ "B cached the file, A appends, B appends 3.5 s later (past "
+		  "acregmin)",
+		  3500, 0 },
+		{ "B cached the file, A appends, B appends with O_DIRECT", 0,
+		  O_DIRECT },
+	};
+	static const char want[] = "base\na1\nb1\n";
+	struct test_server s;
+	struct mnt a, b;
+
+	srv_get(&s);
+	mnt_start(&a, &s, "");
+	mnt_start_shared(&b, &a, &s, "");
+	for (unsigned i = 0; i < ARRAY_SIZE(rows); i++) {
+		char name[16], buf[256];
+
+		snprintf(name, sizeof(name), "f%u", i);
+		put(mpath(&a, name), "base\n");
+		read_all(mpath(&b, name), buf, sizeof(buf));
+		ASSERT_STR_EQ(buf, "base\n");
+		append(mpath(&a, name), "a1\n", 0);
+		if (rows[i].delay_ms)
+			test_sleep_ms(rows[i].delay_ms);
+		append(mpath(&b, name), "b1\n", rows[i].b_flags);
+		read_all(lpath(&a, name), buf, sizeof(buf));
+		if (strcmp(buf, want) != 0)
+			TEST__FAIL("%s: the export holds \"%s\", not \"%s\"",
+				   rows[i].what, buf, want);
+		read_all(mpath(&a, name), buf, sizeof(buf));
+		ASSERT_STR_EQ(buf, want);
+		read_all(mpath(&b, name), buf, sizeof(buf));
+		ASSERT_STR_EQ(buf, want);
+	}
+	mnt_stop(&b);
+	mnt_stop(&a);
+	return 0;
+}
+
+/*
+ * A log file two clients append to in turn, 10 lines each: opened for
+ * each line (the shell's >>), and held open by each for all of its lines.
+ * Every line is on the export, in the order written.
+ */
+TEST_IMPL(clients_append_log)
+{
+	struct test_server s;
+	struct mnt a, b;
+
+	srv_get(&s);
+	mnt_start(&a, &s, "");
+	mnt_start_shared(&b, &a, &s, "");
+	for (int held = 0; held <= 1; held++) {
+		const char *name = held ? "held.log" : "each.log";
+		char want[512] = "", line[32], got[512];
+		int fa = -1, fb = -1;
+
+		put(mpath(&a, name), "");
+		if (held) {
+			fa = open(mpath(&a, name), O_WRONLY | O_APPEND);
+			fb = open(mpath(&b, name), O_WRONLY | O_APPEND);
+			ASSERT_GE(fa, 0);
+			ASSERT_GE(fb, 0);
+		}
+		for (int k = 0; k < 20; k++) {
+			const struct mnt *m = k % 2 ? &b : &a;
+			int fd = k % 2 ? fb : fa;
+
+			snprintf(line, sizeof(line), "%c%d\n",
+				 k % 2 ? 'b' : 'a', k / 2);
+			strcat(want, line);
+			if (held)
+				ASSERT_EQ(write(fd, line, strlen(line)),
+					  (ssize_t)strlen(line));
+			else
+				append(mpath(m, name), line, 0);
+		}
+		if (held) {
+			ASSERT_EQ(close(fa), 0);
+			ASSERT_EQ(close(fb), 0);
+		}
+		read_all(lpath(&a, name), got, sizeof(got));
+		if (strcmp(got, want) != 0)
+			TEST__FAIL("%s: the export holds\n%s\nnot\n%s",
+				   held ? "held open" : "opened per line", got,
+				   want);
+	}
+	mnt_stop(&b);
+	mnt_stop(&a);
+	return 0;
+}
