@@ -59,6 +59,7 @@ struct fs_opts {
 	unsigned hung_timeout; /* seconds before the watchdog reports */
 	unsigned max_workers;
 	unsigned wbuf_mb; /* uncommitted data kept per file, MiB */
+	unsigned max_read; /* FUSE's max_read=, bytes; 0: not given */
 	bool allow_other;
 	char *logfile;
 	char *trace; /* trace=: the event trace's file from the mount on */

@@ -178,15 +178,57 @@ static void daemon_start(void)
 		perror(PROG ": chdir /");
 }
 
+/* Once, from the thread that announces the mount or from main's end. */
 static void daemon_ready(char status)
 {
-	if (ready_fd < 0)
+	static atomic_int fd = -2;
+	int expected = -2, mine;
+
+	/* relaxed: ready_fd was set before any thread started. */
+	if (!atomic_compare_exchange_strong_explicit(&fd, &expected, -1,
+						     memory_order_relaxed,
+						     memory_order_relaxed))
 		return;
-	prctl(PR_SET_PDEATHSIG, 0);
-	if (write(ready_fd, &status, 1) != 1)
+	mine = ready_fd;
+	if (mine < 0)
+		return;
+	if (write(mine, &status, 1) != 1)
 		perror(PROG ": telling the parent");
-	close(ready_fd);
-	ready_fd = -1;
+	close(mine);
+}
+
+/*
+ * The mount is the kernel's once INIT is answered, and INIT may still fail
+ * (libfuse refuses what init() set against what the options asked): a stat
+ * of the mount point waits for it, served by the session threads.  Only
+ * then is the mount announced and the mount command told it worked.
+ */
+static atomic_bool announced;
+
+static void announce(struct intrfs *fs)
+{
+	fprintf(stderr,
+		PROG ": mounted %s on %s (export %s, rsize %u, wsize %u, "
+		     "policy %s, pid %d)\n",
+		fs->source, fs->mountpoint, nc_client_export(fs->nc),
+		nc_client_rsize(fs->nc), nc_client_wsize(fs->nc),
+		fs->nco.linux_waits ? "linux (percall with Linux's waits)" :
+				      region_policy_name(fs->nco.policy),
+		(int)getpid());
+	/* relaxed: main reads it after joining this thread. */
+	atomic_store_explicit(&announced, true, memory_order_relaxed);
+	daemon_ready(0);
+}
+
+static void *announce_main(void *arg)
+{
+	struct intrfs *fs = arg;
+	struct stat st;
+
+	/* The session ended first: it is the loop's end that reports. */
+	if (stat(fs->mountpoint, &st) == 0 && !fuse_session_exited(fs->se))
+		announce(fs);
+	return NULL;
 }
 
 /* The command line. */
@@ -368,6 +410,7 @@ static int run(struct intrfs *fs, const struct cmdline *cl,
 	int fargc = 0, rc;
 	struct fuse_args args;
 	struct fuse_loop_config *lc;
+	pthread_t announcer;
 	bool drained;
 
 	snprintf(fuse_opts, sizeof(fuse_opts), "%s%ssubtype=intrfs%s%s",
@@ -442,15 +485,11 @@ static int run(struct intrfs *fs, const struct cmdline *cl,
 
 	if (!cl->foreground && redirect_logs(fs) < 0)
 		perror(PROG ": logging");
-	fprintf(stderr,
-		PROG ": mounted %s on %s (export %s, rsize %u, wsize %u, "
-		     "policy %s, pid %d)\n",
-		fs->source, fs->mountpoint, nc_client_export(fs->nc),
-		nc_client_rsize(fs->nc), nc_client_wsize(fs->nc),
-		fs->nco.linux_waits ? "linux (percall with Linux's waits)" :
-				      region_policy_name(fs->nco.policy),
-		(int)getpid());
-	daemon_ready(0);
+	if (pthread_create(&announcer, NULL, announce_main, fs) != 0) {
+		/* Announced before INIT, then. */
+		announcer = 0;
+		announce(fs);
+	}
 	if (pthread_create(&dumper, NULL, dumper_main, fs) != 0)
 		dumper = 0;
 	rc = control_start(fs);
@@ -462,6 +501,12 @@ static int run(struct intrfs *fs, const struct cmdline *cl,
 					    "mount point has it" :
 					    strerror(-rc));
 
+	/*
+	 * The parent-death signal is the main thread's, which the loop
+	 * keeps from here on: no longer the mount command's once the
+	 * session runs (INIT follows at once).
+	 */
+	prctl(PR_SET_PDEATHSIG, 0);
 	lc = fuse_loop_cfg_create();
 	fuse_loop_cfg_set_clone_fd(lc, 1);
 	fuse_loop_cfg_set_idle_threads(lc, 8);
@@ -473,6 +518,17 @@ static int run(struct intrfs *fs, const struct cmdline *cl,
 	rc = fuse_session_loop_mt(fs->se, lc) < 0 ? -EIO : 0;
 	fuse_loop_cfg_destroy(lc);
 	control_stop(fs);
+	if (announcer)
+		pthread_join(announcer, NULL);
+	/* relaxed: joined. */
+	if (!atomic_load_explicit(&announced, memory_order_relaxed)) {
+		fprintf(stderr,
+			PROG ": the kernel's FUSE mount on %s never came up "
+			     "(its INIT failed: see above)\n",
+			fs->mountpoint);
+		if (rc == 0)
+			rc = -EIO;
+	}
 
 	/*
 	 * Unmounted.  Writes already answered are still owed to the server:

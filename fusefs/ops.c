@@ -191,6 +191,9 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	 */
 	conn->max_write = NC_MAX_IO;
 	conn->max_readahead = NC_MAX_IO;
+	/* libfuse refuses INIT unless this is what max_read= said. */
+	if (fs->o.max_read)
+		conn->max_read = fs->o.max_read;
 	conn->max_background = 16;
 	conn->congestion_threshold = 12;
 	if (conn->capable & FUSE_CAP_ASYNC_READ)

@@ -17,6 +17,7 @@
 #include "fusefs_i.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -433,6 +434,17 @@ static int opt_set(struct intrfs *fs, struct fs_fuse_opts *fo,
 	case OPT_FUSE_VALUE:
 		if (strcmp(key, "fsname") == 0)
 			fo->fsname_set = true;
+		if (strcmp(key, "max_read") == 0) {
+			/* init() must ask the kernel for the same (ops.c). */
+			static const struct opt_def bytes = {
+				.name = "max_read", .min = 1, .max = UINT_MAX
+			};
+
+			rc = parse_count(&bytes, val, &o->max_read, err,
+					 errlen);
+			if (rc)
+				return rc;
+		}
 		return add_fuse_opt(fo, key, val, err, errlen);
 	}
 	return -EINVAL;

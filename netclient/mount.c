@@ -27,6 +27,7 @@
 
 #include "mount3.h"
 #include "nfs3.h"
+#include "nlm4.h"
 
 #include <errno.h>
 #include <netdb.h>
@@ -156,9 +157,9 @@ static const char *rpc_why(int rc)
  * out", as mount.nfs says) when nobody answers, and the retry loop decides
  * what next.  The NFS transport gets the mount's own timeouts once mounted.
  */
-static int client_xprt(nc_client_t *c, unsigned port, uint32_t prog,
-		       uint32_t vers, unsigned timeo, unsigned retrans,
-		       unsigned slots, struct nc__xprt **out)
+int nc__client_xprt(nc_client_t *c, unsigned port, uint32_t prog, uint32_t vers,
+		    unsigned timeo, unsigned retrans, unsigned slots,
+		    struct nc__xprt **out)
 {
 	struct nc__xprt_cfg cfg;
 
@@ -173,8 +174,10 @@ static int client_xprt(nc_client_t *c, unsigned port, uint32_t prog,
 	cfg.send_mode = c->opts.send_mode;
 	cfg.slots = slots;
 	cfg.stats = &c->stats;
-	/* Per procedure: NFS's only (MOUNT's numbers mean other calls). */
-	cfg.pstats = prog == NFS_PROGRAM ? c->pstats : NULL;
+	/* Per procedure: NFS's and NLM's (MOUNT's are not counted). */
+	cfg.pstats = prog == NFS_PROGRAM ? c->pstats :
+		     prog == NLM_PROG	 ? c->nlm_pstats :
+					   NULL;
 	return nc__xprt_create(&cfg, out);
 }
 
@@ -183,8 +186,8 @@ static int client_xprt(nc_client_t *c, unsigned port, uint32_t prog,
 static int aux_xprt(nc_client_t *c, unsigned port, uint32_t prog, uint32_t vers,
 		    unsigned timeo, unsigned retrans, struct nc__xprt **out)
 {
-	return client_xprt(c, port, prog, vers, timeo, retrans, MOUNT_SLOTS,
-			   out);
+	return nc__client_xprt(c, port, prog, vers, timeo, retrans, MOUNT_SLOTS,
+			       out);
 }
 
 static unsigned mount_timeo(const nc_client_t *c)
@@ -224,7 +227,9 @@ static bool unreachable(int rc)
 
 static const char *prog_name(uint32_t prog)
 {
-	return prog == MOUNT_PROGRAM ? "MOUNT" : "NFS";
+	return prog == MOUNT_PROGRAM ? "MOUNT" :
+	       prog == NLM_PROG	     ? "NLM (the lock manager)" :
+				       "NFS";
 }
 
 /* Asks rpcbind (on x) for the TCP port of prog/vers. */
@@ -245,9 +250,9 @@ static int getport(nc_client_t *c, struct nc__xprt *x, uint32_t prog,
 
 	if (rc) {
 		*retry = unreachable(rc);
-		say(err, errlen,
-		    "rpcbind on %s: %s (port= and mountport= do without it)",
-		    c->server, rpc_why(rc));
+		say(err, errlen, "rpcbind on %s: %s (%s do without it)",
+		    c->server, rpc_why(rc),
+		    prog == NLM_PROG ? "nlmport=" : "port= and mountport=");
 		return rc;
 	}
 	if (res == 0 || res > PORT_MAX) {
@@ -284,6 +289,24 @@ static int find_ports(nc_client_t *c, bool *retry, char *err, size_t errlen)
 	if (rc == 0 && !c->mount_port)
 		rc = getport(c, x, MOUNT_PROGRAM, MOUNT_V3, &c->mount_port,
 			     retry, err, errlen);
+	nc__xprt_destroy(x);
+	return rc;
+}
+
+int nc__find_port(nc_client_t *c, uint32_t prog, uint32_t vers, unsigned *port,
+		  char *err, size_t errlen)
+{
+	struct nc__xprt *x;
+	bool retry;
+	int rc;
+
+	rc = aux_xprt(c, PMAPPORT, PMAPPROG, PMAPVERS, PMAP_TIMEO, PMAP_RETRANS,
+		      &x);
+	if (rc) {
+		say(err, errlen, "rpcbind on %s: %s", c->server, strerror(-rc));
+		return rc;
+	}
+	rc = getport(c, x, prog, vers, port, &retry, err, errlen);
 	nc__xprt_destroy(x);
 	return rc;
 }
@@ -479,8 +502,8 @@ static int nfs_connect(nc_client_t *c, bool *retry, char *err, size_t errlen)
 	unsigned slots = c->opts.slots ? c->opts.slots : 1;
 	int rc;
 
-	rc = client_xprt(c, c->nfs_port, NFS_PROGRAM, NFS_V3, mount_timeo(c),
-			 c->opts.retrans, slots, &c->nfs);
+	rc = nc__client_xprt(c, c->nfs_port, NFS_PROGRAM, NFS_V3,
+			     mount_timeo(c), c->opts.retrans, slots, &c->nfs);
 	if (rc) {
 		say(err, errlen, "NFS transport: %s", strerror(-rc));
 		return rc;
@@ -716,6 +739,8 @@ void nc_client_shutdown(nc_client_t *c)
 {
 	if (c && c->nfs)
 		nc__xprt_shutdown(c->nfs);
+	if (c && c->nlm)
+		nc__xprt_shutdown(c->nlm);
 }
 
 void nc_client_destroy(nc_client_t *c)
@@ -724,6 +749,8 @@ void nc_client_destroy(nc_client_t *c)
 		return;
 	if (c->export_path[0] && c->mount_port)
 		umnt(c);
+	nc__lockd_destroy(c);
+	nc__xprt_destroy(c->nlm);
 	nc__xprt_destroy(c->nfs);
 	free(c);
 }
@@ -765,6 +792,8 @@ void nc_client_set_intr_mode(nc_client_t *c, enum nc_intr_mode m)
 {
 	if (c->nfs)
 		nc__xprt_set_wait_mode(c->nfs, nc__wait_mode(m));
+	if (c->nlm)
+		nc__xprt_set_wait_mode(c->nlm, nc__wait_mode(m));
 }
 
 void nc_client_proc_stats(const nc_client_t *c, struct nc_proc_stats *st)

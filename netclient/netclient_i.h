@@ -192,7 +192,7 @@ struct nc__timeout nc__timeout_of(enum nc_timeo_mode mode, unsigned timeo,
 				  unsigned retrans);
 enum task_mode nc__wait_mode(enum nc_intr_mode m);
 
-/* The client object (mount.c; nfs3.c reads it). */
+/* The client object (mount.c; nfs3.c and nlm.c read it). */
 
 struct nc_client {
 	char server[256];
@@ -207,7 +207,33 @@ struct nc_client {
 	unsigned nfs_port, mount_port;
 	unsigned rsize, wsize;
 	_Atomic bool no_readdirplus; /* the server said NOTSUPP once */
+	/*
+	 * The lock manager (nlm.c): its transport, set by nc_nlm_start()
+	 * before any lock call and read-only after; this host's name as
+	 * NLM calls carry it; the status monitor state LOCKs carry.
+	 */
+	struct nc__xprt *nlm;
+	unsigned nlm_port;
+	struct nc__pstat nlm_pstats[NC_NPROCS];
+	char nodename[65];
+	_Atomic int nsm_state;
+	_Atomic uint32_t nlm_cookie; /* the next call's cookie */
+	struct nc__lockd *lockd; /* lockd.c: the callbacks served */
 };
+
+/*
+ * A transport of c to prog/vers on port of the server (mount.c), softerr
+ * with timeo/retrans until set otherwise, with the mount's wait mode.
+ */
+int nc__client_xprt(nc_client_t *c, unsigned port, uint32_t prog, uint32_t vers,
+		    unsigned timeo, unsigned retrans, unsigned slots,
+		    struct nc__xprt **out);
+/* The server's TCP port of prog/vers, from its rpcbind; err says why not. */
+int nc__find_port(nc_client_t *c, uint32_t prog, uint32_t vers, unsigned *port,
+		  char *err, size_t errlen);
+/* lockd.c: stops the callbacks, if served (nc_client_destroy()). */
+struct nc__lockd;
+void nc__lockd_destroy(nc_client_t *c);
 
 /* Errors (errors.c). */
 

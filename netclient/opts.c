@@ -129,6 +129,7 @@ static const struct opt_def opt_defs[] = {
 	NUMBER("wsize", wsize, IO_GRANULE, NC_MAX_IO, IO_GRANULE, true),
 	NUMBER("port", port, 0, PORT_MAX, 1, true),
 	NUMBER("mountport", mountport, 0, PORT_MAX, 1, true),
+	NUMBER("nlmport", nlmport, 0, PORT_MAX, 1, true),
 	NUMBER("retry", retry, 0, RETRY_MAX, 1, false),
 	NUMBER("slots", slots, SLOTS_MIN, SLOTS_MAX, 1, false),
 	ONLY("vers", ONLY_VERS, "intrfs speaks NFS version 3 only", true),

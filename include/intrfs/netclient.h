@@ -89,6 +89,7 @@ struct nc_opts {
 	unsigned wsize; /* cap on WRITE size; 0: the server's preference */
 	unsigned port; /* NFS port; 0: ask rpcbind */
 	unsigned mountport; /* MOUNT port; 0: ask rpcbind */
+	unsigned nlmport; /* the lock manager's (NLM) port; 0: ask rpcbind */
 	unsigned retry; /* minutes a hard mount keeps trying to mount */
 	unsigned slots; /* calls in flight on the NFS connection */
 	enum region_policy policy; /* how the caller's regions are enforced */
@@ -510,6 +511,125 @@ NC_MUST_CHECK int nc_pathconf(nc_client_t *c, const struct nc_cred *cr,
 NC_MUST_CHECK int nc_lookup_path(nc_client_t *c, const struct nc_cred *cr,
 				 const struct nc_fh *dir, const char *path,
 				 struct nc_entry *out);
+
+/*
+ * Locks: the Network Lock Manager version 4 (NLM, RFC 1813 section 6 and
+ * the XNFS specification), as Linux's lockd speaks it.  The server's lock
+ * manager is asked with nc_nlm_*(); the calls run in the calling task
+ * with the mount's timeouts and wait mode, like the NFS calls, and say
+ * what the lock manager answered in *st (an answer is not an error: rc is
+ * 0).  A LOCK that must wait is answered NC_NLM_BLOCKED; the server calls
+ * this host back when it is granted (nc_lockd_start()), and the LOCK is
+ * sent again now and then meanwhile, which also grants it.
+ */
+enum nc_nlm_stat {
+	NC_NLM_GRANTED = 0,
+	NC_NLM_DENIED, /* a conflicting lock is held */
+	NC_NLM_DENIED_NOLOCKS,
+	NC_NLM_BLOCKED, /* queued: granted later */
+	NC_NLM_DENIED_GRACE_PERIOD, /* the server is reclaiming: try later */
+	NC_NLM_DEADLCK,
+	NC_NLM_ROFS,
+	NC_NLM_STALE_FH,
+	NC_NLM_FBIG,
+	NC_NLM_FAILED,
+};
+
+/* A lock owner's opaque handle, at most this long. */
+#define NC_NLM_OHSIZE 96
+
+/*
+ * A lock: a byte range, its kind, and its owner, a number (svid) and an
+ * opaque handle (oh) that together name it to the server.
+ */
+struct nc_nlm_lock {
+	uint64_t off, len; /* len 0: to the end of the file */
+	bool exclusive; /* a write lock */
+	int32_t svid;
+	unsigned oh_len;
+	unsigned char oh[NC_NLM_OHSIZE];
+};
+
+/*
+ * The errno a process sees for st, as Linux's nlm_stat_to_errno():
+ * DENIED EAGAIN, DEADLCK EDEADLK, ROFS EROFS, STALE_FH ESTALE, FBIG
+ * EOVERFLOW, the rest ENOLCK; 0 for GRANTED.
+ */
+int nc_nlm_errno(enum nc_nlm_stat st);
+/* The status's RFC name, "NLM4_DENIED". */
+const char *nc_nlm_stat_name(enum nc_nlm_stat st);
+/* The name of NLM procedure proc, "LOCK"; "?" for one not counted. */
+const char *nc_nlm_proc_name(unsigned proc);
+/* The per-procedure counters of the lock manager's calls, st[NC_NPROCS]. */
+void nc_client_nlm_stats(const nc_client_t *c, struct nc_proc_stats *st);
+
+/*
+ * After mount: finds the server's lock manager (the nlmport= option, or
+ * the server's rpcbind) and makes the transport to it.  Returns 0, or
+ * -errno with a message in err (no lock manager there).
+ */
+int nc_nlm_start(nc_client_t *c, char *err, size_t errlen);
+/* This host's name as lock calls carry it (caller_name). */
+const char *nc_nlm_caller_name(const nc_client_t *c);
+
+/* TEST: NC_NLM_DENIED fills *holder (may be NULL) with the lock in the way. */
+NC_MUST_CHECK int nc_nlm_test(nc_client_t *c, const struct nc_cred *cr,
+			      const struct nc_fh *fh,
+			      const struct nc_nlm_lock *lk,
+			      enum nc_nlm_stat *st, struct nc_nlm_lock *holder);
+/* LOCK: block asks to be queued; reclaim, after the server rebooted. */
+NC_MUST_CHECK int nc_nlm_lock(nc_client_t *c, const struct nc_cred *cr,
+			      const struct nc_fh *fh,
+			      const struct nc_nlm_lock *lk, bool block,
+			      bool reclaim, enum nc_nlm_stat *st);
+/* CANCEL a LOCK that was BLOCKED. */
+NC_MUST_CHECK int nc_nlm_cancel(nc_client_t *c, const struct nc_cred *cr,
+				const struct nc_fh *fh,
+				const struct nc_nlm_lock *lk, bool block,
+				enum nc_nlm_stat *st);
+NC_MUST_CHECK int nc_nlm_unlock(nc_client_t *c, const struct nc_cred *cr,
+				const struct nc_fh *fh,
+				const struct nc_nlm_lock *lk,
+				enum nc_nlm_stat *st);
+
+/*
+ * This host's side (lockd.c): the callbacks the server's lock manager and
+ * this host's status monitor (rpc.statd) make.  Both run on the service's
+ * own thread, which must not be kept waiting.
+ */
+struct nc_lockd_ops {
+	/*
+	 * GRANTED or GRANTED_MSG from the server: lk on fh, which a LOCK was
+	 * BLOCKED for, is its owner's now.  NC_NLM_GRANTED if it is still
+	 * wanted (then it is held), NC_NLM_DENIED if not: the server
+	 * releases it.
+	 */
+	enum nc_nlm_stat (*granted)(void *arg, const struct nc_fh *fh,
+				    const struct nc_nlm_lock *lk);
+	/* The server rebooted (the status monitor says): reclaim. */
+	void (*rebooted)(void *arg, int state);
+	void *arg;
+};
+
+/*
+ * Serves the callbacks for c's server: TCP and UDP sockets, program NLM
+ * version 4 registered with this host's rpcbind, and this host's status
+ * monitor asked to watch the server (SM_MON).  Returns 0; or -EADDRINUSE
+ * when another live service holds the program (a lock manager of this
+ * host: the kernel's, a server's, another mount's), -EPERM when this
+ * process may not register one (not root), or another -errno, each with a
+ * message in err: then no callback comes, and a LOCK that was BLOCKED is
+ * granted only by sending it again.  The monitor's failure is not one:
+ * err says so, and a reboot of the server goes unnoticed.
+ */
+int nc_lockd_start(nc_client_t *c, const struct nc_lockd_ops *ops, char *err,
+		   size_t errlen);
+/* Whether callbacks can come (nc_lockd_start() succeeded). */
+bool nc_lockd_serving(const nc_client_t *c);
+/* Whether the status monitor watches the server (reboots are noticed). */
+bool nc_lockd_monitoring(const nc_client_t *c);
+/* Stops serving: SM_UNMON, the registration removed, the sockets closed. */
+void nc_lockd_stop(nc_client_t *c);
 
 #ifdef __cplusplus
 }

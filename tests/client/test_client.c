@@ -518,3 +518,133 @@ TEST_IMPL(client_major_timeouts)
 	ASSERT_UINT64_GE(took, 2400000000u);
 	return 0;
 }
+
+/* Locks: the server's lock manager (NLM v4), two owners on one file. */
+
+enum nlm_op { TEST, LOCK, LOCK_WAIT, CANCEL, UNLOCK };
+
+/* An owner: its number and handle, as the daemon would make them. */
+static struct nc_nlm_lock owner_lock(int owner, bool excl, uint64_t off,
+				     uint64_t len)
+{
+	struct nc_nlm_lock lk;
+
+	memset(&lk, 0, sizeof(lk));
+	lk.svid = 1000 + owner;
+	lk.oh_len = (unsigned)snprintf((char *)lk.oh, sizeof(lk.oh),
+				       "client-test:%d:owner%d", (int)getpid(),
+				       owner);
+	lk.exclusive = excl;
+	lk.off = off;
+	lk.len = len;
+	return lk;
+}
+
+TEST_IMPL(client_nlm_locks)
+{
+	/* One row a call, in order, on one file; len 0 is to the end. */
+	static const struct {
+		const char *what;
+		int owner;
+		enum nlm_op op;
+		bool excl;
+		uint64_t off, len;
+		enum nc_nlm_stat want;
+		int holder; /* TEST's DENIED: the owner in the way */
+	} rows[] = {
+		{ "A takes the whole file", 0, LOCK, true, 0, 0, NC_NLM_GRANTED,
+		  0 },
+		{ "B tests a byte of it", 1, TEST, false, 4096, 1,
+		  NC_NLM_DENIED, 0 },
+		{ "B may not read-lock it", 1, LOCK, false, 0, 10,
+		  NC_NLM_DENIED, 0 },
+		{ "A tests its own lock: no conflict", 0, TEST, true, 0, 0,
+		  NC_NLM_GRANTED, 0 },
+		{ "B queues a wait", 1, LOCK_WAIT, true, 0, 0, NC_NLM_BLOCKED,
+		  0 },
+		{ "B cancels it", 1, CANCEL, true, 0, 0, NC_NLM_GRANTED, 0 },
+		{ "A lets go of the first 100 bytes", 0, UNLOCK, true, 0, 100,
+		  NC_NLM_GRANTED, 0 },
+		{ "B takes them", 1, LOCK, true, 0, 100, NC_NLM_GRANTED, 0 },
+		{ "B may not take byte 100, A's", 1, LOCK, true, 100, 1,
+		  NC_NLM_DENIED, 0 },
+		{ "A tests byte 99: B's", 0, TEST, false, 99, 1, NC_NLM_DENIED,
+		  1 },
+		{ "A queues a wait for bytes 0-99", 0, LOCK_WAIT, true, 0, 100,
+		  NC_NLM_BLOCKED, 0 },
+		{ "B lets go", 1, UNLOCK, true, 0, 0, NC_NLM_GRANTED, 0 },
+		{ "A's wait, sent again, is granted", 0, LOCK_WAIT, true, 0,
+		  100, NC_NLM_GRANTED, 0 },
+		{ "A downgrades all to a read lock", 0, LOCK, false, 0, 0,
+		  NC_NLM_GRANTED, 0 },
+		{ "B read-locks beside it", 1, LOCK, false, 0, 0,
+		  NC_NLM_GRANTED, 0 },
+		{ "B may not write-lock", 1, LOCK, true, 10, 10, NC_NLM_DENIED,
+		  0 },
+		{ "A unlocks all", 0, UNLOCK, false, 0, 0, NC_NLM_GRANTED, 0 },
+		{ "B upgrades: A is gone", 1, LOCK, true, 10, 10,
+		  NC_NLM_GRANTED, 0 },
+		{ "B unlocks what it never held", 1, UNLOCK, true, 1 << 20, 1,
+		  NC_NLM_GRANTED, 0 },
+		{ "B unlocks all", 1, UNLOCK, true, 0, 0, NC_NLM_GRANTED, 0 },
+	};
+	struct nc_sattr sa = mode(0644);
+	struct nc_entry e;
+	struct ctx x;
+	char opts[64], err[512];
+
+	testenv_server(&x.env);
+	snprintf(opts, sizeof(opts), "nlmport=%u", x.env.nlm_port);
+	ctx_open(&x, opts);
+	if (nc_nlm_start(x.c, err, sizeof(err)))
+		TEST__FAIL("nc_nlm_start: %s", err);
+	ASSERT_EQ(nc_create(x.c, &x.root, &x.dir, "f", NC_CREATE_GUARDED, &sa,
+			    &e),
+		  0);
+	for (unsigned i = 0; i < ARRAY_SIZE(rows); i++) {
+		struct nc_nlm_lock lk = owner_lock(rows[i].owner, rows[i].excl,
+						   rows[i].off, rows[i].len);
+		struct nc_nlm_lock holder, want_holder;
+		enum nc_nlm_stat st = NC_NLM_FAILED;
+		int rc = 0;
+
+		switch (rows[i].op) {
+		case TEST:
+			rc = nc_nlm_test(x.c, &x.root, &e.fh, &lk, &st,
+					 &holder);
+			break;
+		case LOCK:
+		case LOCK_WAIT:
+			rc = nc_nlm_lock(x.c, &x.root, &e.fh, &lk,
+					 rows[i].op == LOCK_WAIT, false, &st);
+			break;
+		case CANCEL:
+			rc = nc_nlm_cancel(x.c, &x.root, &e.fh, &lk, true, &st);
+			break;
+		case UNLOCK:
+			rc = nc_nlm_unlock(x.c, &x.root, &e.fh, &lk, &st);
+			break;
+		}
+		if (rc || st != rows[i].want)
+			TEST__FAIL("%s: rc %d (%s), %s, not %s", rows[i].what,
+				   rc, strerror(-rc), nc_nlm_stat_name(st),
+				   nc_nlm_stat_name(rows[i].want));
+		if (rows[i].op != TEST || st != NC_NLM_DENIED)
+			continue;
+		/* Who is in the way, and which range. */
+		want_holder = owner_lock(rows[i].holder, false, 0, 0);
+		ASSERT_EQ(holder.svid, want_holder.svid);
+		ASSERT_EQ(holder.oh_len, want_holder.oh_len);
+		ASSERT_MEM_EQ(holder.oh, want_holder.oh, holder.oh_len);
+		ASSERT(holder.exclusive);
+		ASSERT_UINT64_EQ(holder.off, 0);
+		ASSERT_UINT64_EQ(holder.len, rows[i].holder ? 100 : 0);
+	}
+	/* As Linux maps them. */
+	ASSERT_EQ(nc_nlm_errno(NC_NLM_DENIED), -EAGAIN);
+	ASSERT_EQ(nc_nlm_errno(NC_NLM_DEADLCK), -EDEADLK);
+	ASSERT_EQ(nc_nlm_errno(NC_NLM_DENIED_NOLOCKS), -ENOLCK);
+	ASSERT_EQ(nc_nlm_errno(NC_NLM_STALE_FH), -ESTALE);
+	ctx_close(&x);
+	return 0;
+}

@@ -35,5 +35,6 @@ void testenv_server(struct test_server *s)
 	s->export_dir = testenv_get("INTRFS_TEST_EXPORT");
 	s->nfs_port = (unsigned)number("INTRFS_TEST_NFS_PORT");
 	s->mount_port = (unsigned)number("INTRFS_TEST_MOUNT_PORT");
+	s->nlm_port = (unsigned)number("INTRFS_TEST_NLM_PORT");
 	s->ganesha = (pid_t)number("INTRFS_TEST_GANESHA_PID");
 }

@@ -205,6 +205,7 @@ static void spare_run_start(struct test_server *s)
 	s->export_dir = export_dir;
 	s->nfs_port = ports[0];
 	s->mount_port = ports[1];
+	s->nlm_port = ports[2];
 }
 
 void spare_start(struct test_server *s)
@@ -411,8 +412,9 @@ static pid_t spawn_daemon(struct mnt *m, const struct test_server *s,
 	snprintf(m->log, sizeof(m->log), "/tmp/intrfs-test-log.%d.%u",
 		 (int)getpid(), seq);
 	snprintf(source, sizeof(source), "%s:%s", s->server, m->local);
-	snprintf(o, sizeof(o), "port=%u,mountport=%u%s%s", s->nfs_port,
-		 s->mount_port, opts[0] ? "," : "", opts);
+	snprintf(o, sizeof(o), "port=%u,mountport=%u,nlmport=%u%s%s",
+		 s->nfs_port, s->mount_port, s->nlm_port, opts[0] ? "," : "",
+		 opts);
 	snprintf(m->opts, sizeof(m->opts), "%s", o);
 	fflush(NULL);
 	pid = fork();
