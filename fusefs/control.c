@@ -261,21 +261,24 @@ static void tasks_table(struct intrfs *fs, FILE *f)
 	free(v);
 }
 
-/* Per NFS procedure, as Linux's mountstats per-op lines (times in ms). */
-static void procs_out(struct intrfs *fs, FILE *f, bool table)
+/*
+ * Per procedure, as Linux's mountstats per-op lines (times in ms): the NFS
+ * connection's ("procedures", "per procedure") or the lock manager's.
+ */
+static void procs_out(FILE *f, bool table, const char *key, const char *title,
+		      const struct nc_proc_stats *ps,
+		      const char *(*proc_name)(unsigned))
 {
-	struct nc_proc_stats ps[NC_NPROCS];
 	const char *sep = "", *fsep;
 
-	nc_client_proc_stats(fs->nc, ps);
 	if (table)
 		fprintf(f,
-			"per procedure (times in ms, cumulative):\n"
+			"%s (times in ms, cumulative):\n"
 			"  %-12s %8s %8s %6s %12s %12s %9s %9s %9s %6s\n",
-			"", "ops", "trans", "majto", "bytes sent", "bytes recv",
-			"queue", "rtt", "execute", "errors");
+			title, "", "ops", "trans", "majto", "bytes sent",
+			"bytes recv", "queue", "rtt", "execute", "errors");
 	else
-		fprintf(f, ",\"procedures\":{");
+		fprintf(f, ",\"%s\":{", key);
 	for (unsigned i = 0; i < NC_NPROCS; i++) {
 		const struct nc_proc_stats *p = &ps[i];
 
@@ -286,13 +289,13 @@ static void procs_out(struct intrfs *fs, FILE *f, bool table)
 				"  %-12s %8" PRIu64 " %8" PRIu64 " %6" PRIu64
 				" %12" PRIu64 " %12" PRIu64
 				" %9.1f %9.1f %9.1f %6" PRIu64 "\n",
-				nc_proc_name(i), p->ops, p->transmissions,
+				proc_name(i), p->ops, p->transmissions,
 				p->major_timeouts, p->bytes_sent, p->bytes_recv,
 				p->queue_ns / 1e6, p->rtt_ns / 1e6,
 				p->execute_ns / 1e6, p->errors);
 			continue;
 		}
-		fprintf(f, "%s\"%s\":{", sep, nc_proc_name(i));
+		fprintf(f, "%s\"%s\":{", sep, proc_name(i));
 		sep = ",";
 		fsep = "";
 #define J_P(name) \
@@ -303,6 +306,17 @@ static void procs_out(struct intrfs *fs, FILE *f, bool table)
 	}
 	if (!table)
 		fputc('}', f);
+}
+
+static void all_procs_out(struct intrfs *fs, FILE *f, bool table)
+{
+	struct nc_proc_stats ps[NC_NPROCS];
+
+	nc_client_proc_stats(fs->nc, ps);
+	procs_out(f, table, "procedures", "per procedure", ps, nc_proc_name);
+	nc_client_nlm_stats(fs->nc, ps);
+	procs_out(f, table, "lock_procedures",
+		  "per lock manager (NLM) procedure", ps, nc_nlm_proc_name);
 }
 
 /* The deferral histogram's buckets (REGION_DEFERRAL_BUCKETS). */
@@ -364,7 +378,7 @@ static void stats_out(struct intrfs *fs, FILE *f, bool table)
 				rs.per_policy[p].delivered,
 				rs.per_policy[p].deferred,
 				rs.per_policy[p].dropped);
-		procs_out(fs, f, true);
+		all_procs_out(fs, f, true);
 		return;
 	}
 	fprintf(f, "{\"mountpoint\":");
@@ -409,7 +423,7 @@ static void stats_out(struct intrfs *fs, FILE *f, bool table)
 			ps->raised, ps->delivered, ps->deferred, ps->dropped);
 	}
 	fprintf(f, "}}");
-	procs_out(fs, f, false);
+	all_procs_out(fs, f, false);
 	fprintf(f, "}\n");
 }
 

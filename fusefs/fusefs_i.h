@@ -12,6 +12,8 @@
  * INTERRUPT is read and routed however many requests are stuck.
  *
  * Lock order, outermost first:
+ *   fs->locks.lock (locks.c: a task mutex, never held across a call to
+ *     the server), before fs->nodes_lock;
  *   a dirhandle's lock (dircache.c), a node's wb.commit_lock, then its
  *     wb.lock (writeback.c): task mutexes, taken interruptibly, only in a
  *     job's task;
@@ -36,6 +38,7 @@
 #include "intrfs/netclient.h"
 #include "intrfs/region.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -53,6 +56,12 @@ struct fs_opts {
 	 * asks the server, so what another client wrote and closed is seen.
 	 */
 	bool nocto;
+	/*
+	 * Locks: nolock keeps every lock in this kernel, and so does
+	 * local_lock=all; local_lock=posix or flock keeps that kind; the
+	 * rest go to the server's lock manager (locks.c).
+	 */
+	bool nolock, local_posix, local_flock;
 	/* Attribute timeouts in seconds, as nfs(5)'s; 0 with noac. */
 	double acregmin, acdirmin;
 	bool neg_cache; /* lookupcache=all: negative entries for acdirmin */
@@ -156,6 +165,15 @@ struct node {
 	struct nc_cred silly_cred;
 
 	struct wb_node wb; /* writeback.c; its own locks */
+
+	/*
+	 * locks.c, protected by fs->locks.lock: the ranges owners hold on
+	 * the file, how many (also read without the lock, as a hint), and
+	 * the next node that has some.
+	 */
+	struct lk_range *locks;
+	_Atomic unsigned nlocks;
+	struct node *lnext;
 };
 
 #define NODE_BUCKETS 4096
@@ -202,6 +220,37 @@ struct ctl_state {
 	uid_t owner; /* who mounted: may ask, as root may */
 	char path[108];
 	pthread_t thread;
+};
+
+/*
+ * File locks (locks.c).  Every field but those set once at the start is
+ * protected by lock, a task mutex: the owners, the waiters, the janitor's
+ * queue, the nodes with ranges.
+ */
+struct lk_owner;
+struct lk_waiter;
+struct jan_item;
+struct lock_state {
+	task_mutex_t lock;
+	task_cond_t jan_cond; /* with lock: work for the janitor, or stop */
+	task_cond_t done_cond; /* with lock: an item of the janitor done */
+	struct lk_owner *owners;
+	struct lk_waiter *waiters;
+	struct jan_item *queue;
+	struct node *nodes; /* those with ranges, by lnext */
+	unsigned nranges;
+	unsigned abandoned; /* calls the janitor gave up (unmount) */
+	bool busy; /* the janitor is making a call */
+	bool stop;
+	/* Set by locks_start(), read-only after. */
+	bool nlm; /* the server's lock manager was found */
+	bool callbacks; /* GRANTED can come */
+	bool running; /* the janitor runs */
+	char oh_tag[64]; /* this daemon, in every owner handle */
+	task_t *task; /* the janitor's */
+	pthread_t janitor;
+	int journal_fd;
+	char *journal;
 };
 
 /* Names in doubt (unsure.c): entries for them are not cached. */
@@ -269,6 +318,7 @@ struct intrfs {
 	struct notifier notify;
 	struct unsure_state unsure;
 	struct silly_state silly;
+	struct lock_state locks;
 	struct fs_stats stats;
 	struct ctl_state ctl;
 	/*
@@ -301,6 +351,11 @@ struct job {
 	enum nc_intr_mode intr_mode; /* the mount's, when the request came */
 	uint64_t start_ns;
 	bool forced; /* no INTERRUPT comes for it (flush) */
+	/*
+	 * A lock request: the interrupt path never answers it early; it
+	 * answers EINTR itself once nothing is left waiting on the server.
+	 */
+	bool self_answers;
 	bool pooled; /* run by a worker, never by the session thread */
 	/* TASK_INTR_* raised so far; atomic, see interrupt.c. */
 	_Atomic unsigned intr;
@@ -352,6 +407,7 @@ struct job {
 	size_t size;
 	char *buf; /* write data (copied), read/readlink/readdir output */
 	struct stat attr;
+	struct flock lock; /* getlk, setlk: the lock, and getlk's answer */
 
 	bool replied; /* answered with success before run ended */
 	bool detached; /* answered from inside run: req is not ours */
@@ -413,6 +469,8 @@ void node_open(struct intrfs *fs, struct node *n);
  * remove and free.
  */
 char *node_close(struct intrfs *fs, struct node *n);
+/* After node_close(): whether no open of n is left here. */
+bool node_last_close(struct intrfs *fs, struct node *n);
 /*
  * Records what the server said of n.  Returns true when n is a directory
  * that every user could search before and not any more (its cached
@@ -653,6 +711,27 @@ size_t buf_busy_bytes(void);
 /* The trimmer thread, which unmaps what stays idle. */
 int bufpool_start(void);
 void bufpool_stop(void);
+
+/* locks.c: file locks over the server's lock manager (NLM) */
+/*
+ * At mount: finds the server's lock manager, serves its callbacks, starts
+ * the janitor, releases what a dead daemon's journal names.  A server
+ * without one is logged: then locks fail with ENOLCK.
+ */
+int locks_start(struct intrfs *fs);
+/* At unmount: what is still held is released, the rest stops. */
+void locks_stop(struct intrfs *fs);
+/* setlk (j->lock, j->flags: wait), flock (j->flags: the op), getlk. */
+int locks_setlk(struct job *j);
+int locks_flock(struct job *j);
+int locks_getlk(struct job *j);
+/* Whether owner (a FUSE lock_owner) holds locks on n; without waiting. */
+bool locks_held(struct intrfs *fs, struct node *n, uint64_t owner);
+/*
+ * A close of n by owner: its locks there go; with last (the last open of
+ * n here), everyone's.
+ */
+void locks_close(struct job *j, struct node *n, uint64_t owner, bool last);
 
 /* ops.c: the FUSE operations */
 extern const struct fuse_lowlevel_ops intrfs_ops;

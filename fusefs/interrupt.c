@@ -175,7 +175,9 @@ static void raised(struct job *j, unsigned kind)
  */
 static void answer_eintr(struct job *j, enum task_intr kind)
 {
-	if (!task_wait_ends_on(j->task, kind) || !job_take_answer(j))
+	/* A lock request answers itself, once it left nothing waiting. */
+	if (j->self_answers || !task_wait_ends_on(j->task, kind) ||
+	    !job_take_answer(j))
 		return;
 	fs_count(&j->fs->stats.eintr_replies);
 	fs_reply_err(j->req, -EINTR);

@@ -356,7 +356,7 @@ static int nfs_mount(struct intrfs *fs, const char *server, const char *path)
 		return rc;
 	}
 	silly_recover(fs);
-	return 0;
+	return locks_start(fs);
 }
 
 /*
@@ -542,6 +542,7 @@ static int run(struct intrfs *fs, const struct cmdline *cl,
 			     "data may be lost)\n",
 			nc_client_server(fs->nc), UNMOUNT_DRAIN_S);
 	silly_cleanup(fs, drained);
+	locks_stop(fs);
 	nc_client_shutdown(fs->nc);
 	if (dumper) {
 		/* release: seen by the dumper once the signal is. */

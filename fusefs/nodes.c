@@ -202,6 +202,16 @@ char *node_close(struct intrfs *fs, struct node *n)
 	return silly;
 }
 
+bool node_last_close(struct intrfs *fs, struct node *n)
+{
+	bool last;
+
+	pthread_mutex_lock(&fs->nodes_lock);
+	last = n->opens == 0;
+	pthread_mutex_unlock(&fs->nodes_lock);
+	return last;
+}
+
 /* Every user may search a directory of this mode. */
 #define SEARCH_ALL (S_IXUSR | S_IXGRP | S_IXOTH)
 

@@ -224,6 +224,21 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
 	/* The page cache would hide writes from the server's errors. */
 	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+	/*
+	 * Locks go to the server's lock manager (locks.c) but for the kinds
+	 * local_lock= or nolock keep in this kernel: without the capability
+	 * the kernel takes them itself.
+	 */
+	if ((conn->capable & FUSE_CAP_POSIX_LOCKS) && !fs->o.nolock &&
+	    !fs->o.local_posix)
+		conn->want |= FUSE_CAP_POSIX_LOCKS;
+	else
+		conn->want &= ~FUSE_CAP_POSIX_LOCKS;
+	if ((conn->capable & FUSE_CAP_FLOCK_LOCKS) && !fs->o.nolock &&
+	    !fs->o.local_flock)
+		conn->want |= FUSE_CAP_FLOCK_LOCKS;
+	else
+		conn->want &= ~FUSE_CAP_FLOCK_LOCKS;
 }
 
 /* lookup, forget */
@@ -834,13 +849,28 @@ static int run_sync(struct job *j)
 	return wb_sync(j, node_of(j->fs, j->ino));
 }
 
+/*
+ * A flush: what was written goes to stable storage, and the POSIX locks of
+ * the closing file table (fi->lock_owner) on the file are released, as
+ * close(2) releases them.
+ */
+static int run_flush(struct job *j)
+{
+	struct node *n = node_of(j->fs, j->ino);
+	int rc = wb_sync(j, n);
+
+	locks_close(j, n, j->fi.lock_owner, false);
+	return rc;
+}
+
 static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	if (nothing_to_sync(req, ino)) {
+	if (nothing_to_sync(req, ino) &&
+	    !locks_held(FS(req), node_of(FS(req), ino), fi->lock_owner)) {
 		fs_reply_err(req, 0);
 		return;
 	}
-	NEW_JOB(req, "flush", run_sync, reply_ok);
+	NEW_JOB(req, "flush", run_flush, reply_ok);
 	j->forced = true;
 	j->ino = ino;
 	copy_fi(j, fi);
@@ -866,6 +896,12 @@ static int run_release(struct job *j)
 	if (rc && rc != -EINTR)
 		fprintf(stderr, "intrfs: commit at release failed: %s\n",
 			strerror(-rc));
+	/*
+	 * The open file's flock() locks go with it; with the last open of
+	 * the file here, whatever is left (j->flags: the last).
+	 */
+	locks_close(j, n, j->fi.flock_release ? j->fi.lock_owner : 0,
+		    j->flags != 0);
 	if (j->name) {
 		/* The last close of a file unlinked while open. */
 		silly_remove(j, n, j->name);
@@ -882,9 +918,12 @@ static void op_release(fuse_req_t req, fuse_ino_t ino,
 	struct node *n = node_of(fs, ino);
 	/* Pinned until the release is done: a FORGET may come meanwhile. */
 	char *silly = node_close(fs, n);
+	bool last = node_last_close(fs, n);
+	/* relaxed: a hint; locks_close() looks under the lock. */
+	bool locked = atomic_load_explicit(&n->nlocks, memory_order_relaxed);
 	struct job *j;
 
-	if (!silly && nothing_to_sync(req, ino)) {
+	if (!silly && !locked && nothing_to_sync(req, ino)) {
 		fs_reply_err(req, 0);
 		node_unpin(fs, n);
 		return;
@@ -900,6 +939,7 @@ static void op_release(fuse_req_t req, fuse_ino_t ino,
 	}
 	j->ino = ino;
 	j->name = silly;
+	j->flags = last;
 	copy_fi(j, fi);
 	submit(j, true);
 }
@@ -1041,6 +1081,47 @@ static void op_access(fuse_req_t req, fuse_ino_t ino, int mask)
 	submit(j, true);
 }
 
+/* Locks (locks.c) */
+
+static void reply_lock(struct job *j)
+{
+	fuse_reply_lock(j->req, &j->lock);
+}
+
+static void op_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+		     struct flock *lock)
+{
+	NEW_JOB(req, "getlk", locks_getlk, reply_lock);
+	j->ino = ino;
+	copy_fi(j, fi);
+	j->lock = *lock;
+	j->self_answers = true;
+	submit(j, true);
+}
+
+static void op_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+		     struct flock *lock, int sleep)
+{
+	NEW_JOB(req, sleep ? "setlkw" : "setlk", locks_setlk, reply_ok);
+	j->ino = ino;
+	copy_fi(j, fi);
+	j->lock = *lock;
+	j->flags = sleep;
+	j->self_answers = true;
+	submit(j, true);
+}
+
+static void op_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+		     int op)
+{
+	NEW_JOB(req, "flock", locks_flock, reply_ok);
+	j->ino = ino;
+	copy_fi(j, fi);
+	j->flags = op;
+	j->self_answers = true;
+	submit(j, true);
+}
+
 const struct fuse_lowlevel_ops intrfs_ops = {
 	.init = op_init,
 	.lookup = op_lookup,
@@ -1069,4 +1150,7 @@ const struct fuse_lowlevel_ops intrfs_ops = {
 	.statfs = op_statfs,
 	.access = op_access,
 	.create = op_create,
+	.getlk = op_getlk,
+	.setlk = op_setlk,
+	.flock = op_flock,
 };

@@ -45,6 +45,9 @@ enum opt_kind {
 	OPT_ACTIMEO, /* actimeo=S: every attribute cache time */
 	OPT_NOAC, /* noac: no attribute cache, no negative entries */
 	OPT_LOOKUPCACHE, /* lookupcache=all|positive|pos|none */
+	OPT_LOCK, /* lock: locks to the server's lock manager */
+	OPT_NOLOCK, /* nolock: every lock local */
+	OPT_LOCAL_LOCK, /* local_lock=none|all|flock|posix */
 	OPT_COUNT, /* name=N: an unsigned field in [min, max] */
 	OPT_PATH, /* name=PATH: a string field */
 	OPT_REFUSED, /* refused; help says why */
@@ -162,6 +165,13 @@ static const struct opt_def opt_defs[] = {
 	     "file's attributes and drops what the kernel cached\n"
 	     "if another client changed it; nocto trusts the cache"),
 	UNFLAG("cto", nocto),
+	KIND("lock", OPT_LOCK, "lock (default) | nolock",
+	     "fcntl(), lockf() and flock() locks go to the server's\n"
+	     "lock manager (NLM), so that other clients see them;\n"
+	     "nolock keeps them in this kernel (local_lock=all)"),
+	KIND("nolock", OPT_NOLOCK, NULL, NULL),
+	KIND("local_lock", OPT_LOCAL_LOCK, "local_lock=none|all|flock|posix",
+	     "the kinds of lock kept in this kernel (none)"),
 	NETCLIENT("vers=3, proto=tcp", "the only ones there are"),
 
 	SECTION("Interruptibility (intrfs gives them their historic meaning):"),
@@ -351,6 +361,8 @@ static int opt_set(struct intrfs *fs, struct fs_fuse_opts *fo,
 	case OPT_FLAG:
 	case OPT_UNFLAG:
 	case OPT_NOAC:
+	case OPT_LOCK:
+	case OPT_NOLOCK:
 	case OPT_FUSE_FLAG:
 	case OPT_IGNORED_FLAG:
 		if (val) {
@@ -409,6 +421,25 @@ static int opt_set(struct intrfs *fs, struct fs_fuse_opts *fo,
 				 key, val ? val : "");
 			return -EINVAL;
 		}
+		return 0;
+	case OPT_LOCK:
+		/* As Linux's: back to the lock manager, nothing local. */
+		o->nolock = o->local_posix = o->local_flock = false;
+		return 0;
+	case OPT_NOLOCK:
+		o->nolock = o->local_posix = o->local_flock = true;
+		return 0;
+	case OPT_LOCAL_LOCK:
+		if (!val || (strcmp(val, "none") && strcmp(val, "all") &&
+			     strcmp(val, "flock") && strcmp(val, "posix"))) {
+			snprintf(err, errlen,
+				 "option '%s' is none, all, flock or posix, "
+				 "not '%s'",
+				 key, val ? val : "");
+			return -EINVAL;
+		}
+		o->local_posix = !strcmp(val, "all") || !strcmp(val, "posix");
+		o->local_flock = !strcmp(val, "all") || !strcmp(val, "flock");
 		return 0;
 	case OPT_COUNT:
 		return parse_count(d, val, opt_field(o, d), err, errlen);

@@ -600,11 +600,11 @@ void nc_lockd_stop(nc_client_t *c)
 			perror("intrfs: stopping the lock callbacks");
 		pthread_join(ld->thread, NULL);
 	}
-	svc_unreg(NLM_PROG, NLM4_VERS);
 	/*
-	 * svc_destroy() closes their sockets.  The connections the
-	 * listening socket accepted stay libtirpc's: they end with the
-	 * process, whose last act this is.
+	 * Not svc_unreg(): it would also unset the program at rpcbind,
+	 * which may be another service's.  svc_destroy() closes the
+	 * sockets; the connections the listening socket accepted stay
+	 * libtirpc's, and end with the process, whose last act this is.
 	 */
 	if (ld->tcp)
 		svc_destroy(ld->tcp);

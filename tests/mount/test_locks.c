@@ -1,0 +1,518 @@
+/*
+ * Locks between clients: two intrfs mounts of the same directory of the
+ * export (A and B) and, to check who holds what, a third (C).  A lock
+ * taken through one keeps out the same lock through another, whichever
+ * way it was taken (fcntl(), lockf(), flock(): a whole-file POSIX lock, as
+ * Linux NFS has it), F_GETLK names the other client's lock, a waiter is
+ * granted the lock when the holder lets go, a holder's close, exit or kill
+ * -9 releases it, and local_lock= and nolock keep their kinds local.
+ *
+ * A waiter hit by a signal, under each mount mode and policy: what the
+ * regions make of the interruptible lock wait (a killable region holds a
+ * handled signal back), and that an interrupted waiter never holds the
+ * lock afterwards, checked through the third client; with SA_RESTART the
+ * wait comes back and is granted once.
+ *
+ * The tests' own process is a lock owner too: its locks through A and
+ * through B are two clients' (the server sees two hosts' owners), and
+ * closing any descriptor of a file releases its POSIX locks on it through
+ * that mount, so the descriptors stay open while their locks matter.
+ */
+#include "harness.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* A blocked lock is granted by a LOCK sent again: 0.5 s apart, then. */
+#define GRANT_MS 3000
+
+static int open_rw(const char *path)
+{
+	int fd = open(path, O_RDWR);
+
+	if (fd < 0)
+		TEST__FAIL("open %s: %s", path, strerror(errno));
+	return fd;
+}
+
+/* fcntl(cmd) of type on [start, start + len): 0 or the errno. */
+static int fcntl_lock(int fd, int cmd, short type, off_t start, off_t len)
+{
+	struct flock fl = { .l_type = type,
+			    .l_whence = SEEK_SET,
+			    .l_start = start,
+			    .l_len = len };
+
+	return fcntl(fd, cmd, &fl) == 0 ? 0 : errno;
+}
+
+static int do_flock(int fd, int op)
+{
+	return flock(fd, op) == 0 ? 0 : errno;
+}
+
+/* F_GETLK of a write lock on [start, start + len). */
+static struct flock getlk(int fd, off_t start, off_t len)
+{
+	struct flock fl = { .l_type = F_WRLCK,
+			    .l_whence = SEEK_SET,
+			    .l_start = start,
+			    .l_len = len };
+
+	ASSERT_EQ(fcntl(fd, F_GETLK, &fl), 0);
+	return fl;
+}
+
+/* Whether the third client can take (then drops) a write lock. */
+static int c_can_lock(const struct mnt *c, const char *name, off_t start,
+		      off_t len)
+{
+	int fd = open_rw(mpath(c, name)), err;
+
+	err = fcntl_lock(fd, F_SETLK, F_WRLCK, start, len);
+	close(fd); /* releases it */
+	return err;
+}
+
+/* Waits until C can take the lock (the holder is gone): ms it took. */
+static unsigned c_waits_for(const struct mnt *c, const char *name,
+			    unsigned max_ms)
+{
+	uint64_t t0 = region_now_ns();
+
+	for (;;) {
+		if (c_can_lock(c, name, 0, 0) == 0)
+			return (unsigned)((region_now_ns() - t0) / 1000000);
+		if (region_now_ns() - t0 > (uint64_t)max_ms * 1000000)
+			TEST__FAIL("C could not lock %s for %u ms", name,
+				   max_ms);
+		test_sleep_ms(20);
+	}
+}
+
+TEST_IMPL(locks_between_clients)
+{
+	struct test_server s;
+	struct mnt a, b, c;
+	struct flock fl;
+	int fa, fb, fa2;
+
+	srv_get(&s);
+	mnt_start(&a, &s, "");
+	mnt_start_shared(&b, &a, &s, "");
+	mnt_start_shared(&c, &a, &s, "");
+	write_file(mpath(&a, "f"), "0123456789abcdef", 16);
+	fa = open_rw(mpath(&a, "f"));
+	fb = open_rw(mpath(&b, "f"));
+
+	/* fcntl(): A's write lock keeps B out; F_GETLK names it. */
+	ASSERT_EQ(fcntl_lock(fa, F_SETLK, F_WRLCK, 0, 0), 0);
+	ASSERT_EQ(fcntl_lock(fb, F_SETLK, F_WRLCK, 0, 0), EAGAIN);
+	ASSERT_EQ(fcntl_lock(fb, F_SETLK, F_RDLCK, 8, 1), EAGAIN);
+	fl = getlk(fb, 4, 4);
+	ASSERT_EQ(fl.l_type, F_WRLCK);
+	ASSERT_EQ(fl.l_start, 0);
+	ASSERT_EQ(fl.l_len, 0);
+	/* Another client's process cannot be named through FUSE: 0. */
+	ASSERT_EQ(fl.l_pid, 0);
+	/* One's own lock is no conflict. */
+	ASSERT_EQ(getlk(fa, 0, 0).l_type, F_UNLCK);
+	ASSERT_EQ(fcntl_lock(fa, F_SETLK, F_UNLCK, 0, 0), 0);
+	ASSERT_EQ(fcntl_lock(fb, F_SETLK, F_WRLCK, 0, 0), 0);
+	ASSERT_EQ(fcntl_lock(fa, F_SETLK, F_WRLCK, 0, 0), EAGAIN);
+	ASSERT_EQ(fcntl_lock(fb, F_SETLK, F_UNLCK, 0, 0), 0);
+
+	/* Byte ranges, and read locks side by side. */
+	ASSERT_EQ(fcntl_lock(fa, F_SETLK, F_WRLCK, 0, 10), 0);
+	ASSERT_EQ(fcntl_lock(fb, F_SETLK, F_WRLCK, 10, 10), 0);
+	ASSERT_EQ(fcntl_lock(fb, F_SETLK, F_WRLCK, 5, 10), EAGAIN);
+	fl = getlk(fb, 9, 1);
+	ASSERT_EQ(fl.l_type, F_WRLCK);
+	ASSERT_EQ(fl.l_start, 0);
+	ASSERT_EQ(fl.l_len, 10);
+	ASSERT_EQ(fcntl_lock(fa, F_SETLK, F_RDLCK, 0, 10), 0);
+	ASSERT_EQ(fcntl_lock(fb, F_SETLK, F_RDLCK, 0, 10), 0);
+	ASSERT_EQ(fcntl_lock(fb, F_SETLK, F_WRLCK, 0, 1), EAGAIN);
+	ASSERT_EQ(getlk(fb, 0, 1).l_type, F_RDLCK);
+	ASSERT_EQ(fcntl_lock(fa, F_SETLK, F_UNLCK, 0, 0), 0);
+	ASSERT_EQ(fcntl_lock(fb, F_SETLK, F_UNLCK, 0, 0), 0);
+
+	/* lockf(), which glibc makes of fcntl(). */
+	ASSERT_EQ(lockf(fa, F_TLOCK, 0), 0);
+	ASSERT_EQ(lockf(fb, F_TLOCK, 0), -1);
+	ASSERT(errno == EAGAIN || errno == EACCES);
+	ASSERT_EQ(lockf(fb, F_TEST, 0), -1);
+	ASSERT_EQ(lockf(fa, F_ULOCK, 0), 0);
+	ASSERT_EQ(lockf(fb, F_TLOCK, 0), 0);
+	ASSERT_EQ(lockf(fb, F_ULOCK, 0), 0);
+
+	/* flock(): a whole-file POSIX lock there, so fcntl() meets it. */
+	ASSERT_EQ(do_flock(fa, LOCK_EX), 0);
+	ASSERT_EQ(do_flock(fb, LOCK_EX | LOCK_NB), EWOULDBLOCK);
+	ASSERT_EQ(do_flock(fb, LOCK_SH | LOCK_NB), EWOULDBLOCK);
+	ASSERT_EQ(fcntl_lock(fb, F_SETLK, F_RDLCK, 3, 1), EAGAIN);
+	ASSERT_EQ(do_flock(fa, LOCK_SH), 0); /* a downgrade */
+	ASSERT_EQ(do_flock(fb, LOCK_SH | LOCK_NB), 0);
+	ASSERT_EQ(do_flock(fb, LOCK_UN), 0);
+	ASSERT_EQ(do_flock(fa, LOCK_UN), 0);
+	ASSERT_EQ(do_flock(fb, LOCK_EX | LOCK_NB), 0);
+	ASSERT_EQ(c_can_lock(&c, "f", 0, 1), EAGAIN);
+	/* The last close of the open file releases its flock(). */
+	close(fb);
+	ASSERT_EQ(c_can_lock(&c, "f", 0, 0), 0);
+	fb = open_rw(mpath(&b, "f"));
+
+	/* Closing any descriptor of the file releases the process's locks. */
+	ASSERT_EQ(fcntl_lock(fa, F_SETLK, F_WRLCK, 0, 0), 0);
+	fa2 = open_rw(mpath(&a, "f"));
+	ASSERT_EQ(c_can_lock(&c, "f", 0, 0), EAGAIN);
+	close(fa2);
+	ASSERT_EQ(c_can_lock(&c, "f", 0, 0), 0);
+
+	close(fa);
+	close(fb);
+	mnt_stop(&c);
+	mnt_stop(&b);
+	mnt_stop(&a);
+	return 0;
+}
+
+/* A child that waits for a lock. */
+
+enum how { BY_FCNTL, BY_FLOCK };
+
+struct waiter {
+	pid_t pid;
+	int res; /* its result: errno (0: got it), ms, signals seen */
+};
+
+struct wres {
+	int err;
+	unsigned ms;
+	unsigned sigs;
+};
+
+static volatile sig_atomic_t sigs_seen;
+
+static void on_sig(int sig)
+{
+	(void)sig;
+	sigs_seen++;
+}
+
+/*
+ * Starts a child that opens path and waits for a write lock on it (the
+ * whole file), with a SIGUSR1 handler unless handler is 0 (then SIGUSR1
+ * kills it), SA_RESTART when handler is 2.  It reports, then holds what it
+ * got until it is killed.
+ */
+static void waiter_start(struct waiter *w, const char *path, enum how how,
+			 int handler)
+{
+	int p[2];
+
+	ASSERT_EQ(pipe(p), 0);
+	fflush(NULL);
+	w->pid = fork();
+	ASSERT_GE(w->pid, 0);
+	if (w->pid == 0) {
+		struct sigaction sa = { .sa_handler = on_sig };
+		struct wres r = { 0, 0, 0 };
+		uint64_t t0;
+		int fd, rc;
+
+		signal(SIGABRT, SIG_DFL);
+		/* Not left holding a lock when the test dies. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		/*
+		 * Nor with the test's descriptors: an open file's flock()
+		 * goes with its last descriptor.
+		 */
+		for (int i = 3; i < 1024; i++)
+			if (i != p[1])
+				close(i);
+		if (handler) {
+			sa.sa_flags = handler == 2 ? SA_RESTART : 0;
+			sigaction(SIGUSR1, &sa, NULL);
+		}
+		fd = open(path, O_RDWR);
+		if (fd < 0)
+			_exit(111);
+		t0 = region_now_ns();
+		rc = how == BY_FLOCK ?
+			     flock(fd, LOCK_EX) :
+			     fcntl(fd, F_SETLKW,
+				   &(struct flock){ .l_type = F_WRLCK,
+						    .l_whence = SEEK_SET });
+		r.err = rc == 0 ? 0 : errno;
+		r.ms = (unsigned)((region_now_ns() - t0) / 1000000);
+		r.sigs = (unsigned)sigs_seen;
+		if (write(p[1], &r, sizeof(r)) != sizeof(r))
+			_exit(112);
+		for (;;)
+			pause();
+	}
+	close(p[1]);
+	w->res = p[0];
+}
+
+/* Its result within ms, if it came. */
+static bool waiter_result(struct waiter *w, unsigned ms, struct wres *r)
+{
+	struct pollfd pf = { w->res, POLLIN, 0 };
+
+	if (poll(&pf, 1, (int)ms) != 1)
+		return false;
+	return read(w->res, r, sizeof(*r)) == sizeof(*r);
+}
+
+static void waiter_kill(struct waiter *w)
+{
+	kill(w->pid, SIGKILL);
+	waitpid(w->pid, NULL, 0);
+	close(w->res);
+}
+
+/* Waits until the waiter's LOCK is in the server's queue (BLOCKED). */
+static void waiter_blocked(const struct waiter *w, const struct mnt *m,
+			   uint64_t locks_before)
+{
+	ASSERT_WITHIN(proc_in_fuse(w->pid), 10000);
+	ASSERT_WITHIN(mnt_proc_ops(m, "LOCK") > locks_before, 10000);
+}
+
+/*
+ * A waiter is granted the lock when the holder lets go, whichever way
+ * each took it, and kill -9 of a holder lets go as a close does.
+ */
+TEST_IMPL(locks_wait_granted)
+{
+	static const struct {
+		const char *what;
+		enum how holder, waiter;
+		bool kill_holder; /* the holder is a process killed -9 */
+	} rows[] = {
+		{ "fcntl holder unlocks, F_SETLKW waiter", BY_FCNTL, BY_FCNTL,
+		  false },
+		{ "flock holder unlocks, flock waiter", BY_FLOCK, BY_FLOCK,
+		  false },
+		{ "flock holder unlocks, F_SETLKW waiter", BY_FLOCK, BY_FCNTL,
+		  false },
+		{ "fcntl holder killed -9, flock waiter", BY_FCNTL, BY_FLOCK,
+		  true },
+	};
+	struct test_server s;
+	struct mnt a, b, c;
+
+	srv_get(&s);
+	mnt_start(&a, &s, "");
+	mnt_start_shared(&b, &a, &s, "");
+	mnt_start_shared(&c, &a, &s, "");
+	for (unsigned i = 0; i < ARRAY_SIZE(rows); i++) {
+		struct waiter holder = { 0 }, w;
+		struct wres r;
+		char name[16];
+		uint64_t t0, before;
+		int fa = -1;
+
+		snprintf(name, sizeof(name), "g%u", i);
+		write_file(mpath(&a, name), "x", 1);
+		if (rows[i].kill_holder) {
+			waiter_start(&holder, mpath(&a, name), rows[i].holder,
+				     1);
+			if (!waiter_result(&holder, 5000, &r) || r.err)
+				TEST__FAIL("%s: the holder did not get the "
+					   "lock",
+					   rows[i].what);
+		} else {
+			fa = open_rw(mpath(&a, name));
+			ASSERT_EQ(rows[i].holder == BY_FLOCK ?
+					  do_flock(fa, LOCK_EX) :
+					  fcntl_lock(fa, F_SETLK, F_WRLCK, 0,
+						     0),
+				  0);
+		}
+		before = mnt_proc_ops(&b, "LOCK");
+		waiter_start(&w, mpath(&b, name), rows[i].waiter, 1);
+		waiter_blocked(&w, &b, before);
+		ASSERT(!waiter_result(&w, 300, &r));
+		t0 = region_now_ns();
+		if (rows[i].kill_holder)
+			waiter_kill(&holder);
+		else
+			close(fa); /* releases it, whichever kind */
+		if (!waiter_result(&w, GRANT_MS, &r))
+			TEST__FAIL("%s: the waiter was not granted the lock "
+				   "within %d ms",
+				   rows[i].what, GRANT_MS);
+		ASSERT_EQ(r.err, 0);
+		fprintf(stderr,
+			"# %s: granted %.0f ms after the holder let go\n",
+			rows[i].what, (double)(region_now_ns() - t0) / 1e6);
+		/* The waiter holds it now: C is kept out until it dies. */
+		ASSERT_EQ(c_can_lock(&c, name, 0, 0), EAGAIN);
+		waiter_kill(&w);
+		c_waits_for(&c, name, 2000);
+	}
+	mnt_stop(&c);
+	mnt_stop(&b);
+	mnt_stop(&a);
+	return 0;
+}
+
+/*
+ * A waiter hit by a signal, under each mode and policy.  The lock wait
+ * is interruptible, as Linux's: the mount's region decides.  Whatever the
+ * outcome, a waiter that was interrupted never holds the lock: when A lets
+ * go, C takes it.
+ */
+TEST_IMPL(locks_waiter_signalled)
+{
+	static const struct {
+		const char *opts;
+		int handler; /* 1: a handler; 2: with SA_RESTART; 0: SIGKILL */
+		int want; /* 0: still waits, then granted; else the errno */
+	} rows[] = {
+		/* A killable region holds a handled signal back. */
+		{ "", 1, 0 },
+		{ "policy=sigmask", 1, 0 },
+		{ "nointr", 1, 0 },
+		/* Nothing holds it back: EINTR, and nothing held after. */
+		{ "intr", 1, EINTR },
+		{ "policy=percall", 1, EINTR },
+		{ "policy=linux", 1, EINTR },
+		/* SA_RESTART: FUSE restarts the wait, granted once. */
+		{ "intr", 2, 0 },
+		{ "policy=percall", 2, 0 },
+		/* SIGKILL ends it everywhere but nointr. */
+		{ "", 0, -1 },
+		{ "intr", 0, -1 },
+		{ "policy=percall", 0, -1 },
+	};
+	struct test_server s;
+
+	srv_get(&s);
+	for (unsigned i = 0; i < ARRAY_SIZE(rows); i++) {
+		struct mnt a, b, c;
+		struct waiter w;
+		struct wres r;
+		uint64_t before;
+		int fa, st;
+
+		mnt_start(&a, &s, "");
+		mnt_start_shared(&b, &a, &s, rows[i].opts);
+		mnt_start_shared(&c, &a, &s, "");
+		write_file(mpath(&a, "f"), "x", 1);
+		fa = open_rw(mpath(&a, "f"));
+		ASSERT_EQ(fcntl_lock(fa, F_SETLK, F_WRLCK, 0, 0), 0);
+		before = mnt_proc_ops(&b, "LOCK");
+		waiter_start(&w, mpath(&b, "f"), BY_FCNTL, rows[i].handler);
+		waiter_blocked(&w, &b, before);
+		kill(w.pid, rows[i].handler ? SIGUSR1 : SIGKILL);
+		if (rows[i].want > 0) {
+			if (!waiter_result(&w, 5000, &r))
+				TEST__FAIL("-o '%s': the signalled waiter did "
+					   "not return",
+					   rows[i].opts);
+			ASSERT_EQ(r.err, rows[i].want);
+			ASSERT_EQ(r.sigs, 1);
+		} else if (rows[i].want < 0) {
+			ASSERT(proc_gone_within(w.pid, 5000));
+			ASSERT_EQ(waitpid(w.pid, &st, 0), -1);
+		} else {
+			/* Held back, or restarted: it still waits. */
+			if (waiter_result(&w, 500, &r))
+				TEST__FAIL("-o '%s': the waiter returned %s "
+					   "while A holds the lock",
+					   rows[i].opts, strerror(r.err));
+		}
+		/* A lets go: who holds the lock now? */
+		close(fa);
+		if (rows[i].want == 0) {
+			if (!waiter_result(&w, GRANT_MS, &r))
+				TEST__FAIL("-o '%s': the waiter was not "
+					   "granted the lock",
+					   rows[i].opts);
+			ASSERT_EQ(r.err, 0);
+			ASSERT_EQ(r.sigs, 1);
+			ASSERT_EQ(c_can_lock(&c, "f", 0, 0), EAGAIN);
+		} else {
+			/* Interrupted or dead: never the holder. */
+			unsigned ms = c_waits_for(&c, "f", GRANT_MS);
+
+			fprintf(stderr,
+				"# -o '%s': C locked %u ms after A "
+				"let go\n",
+				rows[i].opts, ms);
+		}
+		if (rows[i].want >= 0)
+			waiter_kill(&w);
+		else
+			close(w.res);
+		mnt_stop(&c);
+		mnt_stop(&b);
+		mnt_stop(&a);
+	}
+	return 0;
+}
+
+/*
+ * local_lock= and nolock keep their kinds in this kernel: two clients do
+ * not see each other's locks of that kind, and still see the other kind.
+ */
+TEST_IMPL(locks_local_lock)
+{
+	static const struct {
+		const char *opts;
+		bool posix_remote, flock_remote;
+	} rows[] = {
+		{ "local_lock=none", true, true },
+		{ "local_lock=flock", true, false },
+		{ "local_lock=posix", false, true },
+		{ "local_lock=all", false, false },
+		{ "nolock", false, false },
+		{ "nolock,lock", true, true },
+	};
+	struct test_server s;
+
+	srv_get(&s);
+	for (unsigned i = 0; i < ARRAY_SIZE(rows); i++) {
+		struct mnt a, b;
+		int fa, fb, err;
+
+		mnt_start(&a, &s, rows[i].opts);
+		mnt_start_shared(&b, &a, &s, rows[i].opts);
+		write_file(mpath(&a, "f"), "x", 1);
+		fa = open_rw(mpath(&a, "f"));
+		fb = open_rw(mpath(&b, "f"));
+		ASSERT_EQ(fcntl_lock(fa, F_SETLK, F_WRLCK, 0, 0), 0);
+		err = fcntl_lock(fb, F_SETLK, F_WRLCK, 0, 0);
+		if (err != (rows[i].posix_remote ? EAGAIN : 0))
+			TEST__FAIL("-o %s: B's fcntl() lock beside A's: %s",
+				   rows[i].opts,
+				   err ? strerror(err) : "got it");
+		ASSERT_EQ(fcntl_lock(fa, F_SETLK, F_UNLCK, 0, 0), 0);
+		ASSERT_EQ(fcntl_lock(fb, F_SETLK, F_UNLCK, 0, 0), 0);
+		ASSERT_EQ(do_flock(fa, LOCK_EX), 0);
+		err = do_flock(fb, LOCK_EX | LOCK_NB);
+		if (err != (rows[i].flock_remote ? EWOULDBLOCK : 0))
+			TEST__FAIL("-o %s: B's flock() beside A's: %s",
+				   rows[i].opts,
+				   err ? strerror(err) : "got it");
+		close(fa);
+		close(fb);
+		mnt_stop(&b);
+		mnt_stop(&a);
+	}
+	return 0;
+}
