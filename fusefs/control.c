@@ -1,8 +1,13 @@
 /*
  * The control endpoint: what intrfsctl asks a live mount (ctl.h has the
  * address and the protocol).  One thread accepts on a Unix socket and
- * answers one request per connection, from root or the user that mounted
- * (SO_PEERCRED); anyone else is told so and nothing more.
+ * answers one request per connection.  Who connects is checked at accept
+ * (SO_PEERCRED): root and the user that mounted are served, anyone else is
+ * told so and closed at once, before a byte of theirs is read.  Clients
+ * are served side by side on one poll() loop, without blocking: each has
+ * CTL_CLIENT_NS to send its line and take its answer, and when all
+ * CTL_CLIENTS slots are taken the one nearest its deadline makes room, so
+ * no client holds the others.
  *
  *   tasks   every request in flight: its op, caller, age, the wait its
  *           task is in (per-call mode and what the regions and the policy
@@ -37,6 +42,12 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
+
+/* Clients served at once; each has this long to ask and be answered. */
+#define CTL_CLIENTS 16
+#define CTL_CLIENT_NS 2000000000ull
+/* Connections the kernel queues before accept(): a flood waits there. */
+#define CTL_BACKLOG 64
 
 /* A reply being written: a memstream. */
 struct out {
@@ -582,88 +593,201 @@ static int run_line(struct intrfs *fs, char *line, FILE *f)
 	return -EINVAL;
 }
 
-static void write_all(int fd, const char *p, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, p, len);
+/*
+ * A client being served: its request read, then its answer written, each
+ * without blocking the others and before its deadline.
+ */
+struct client {
+	int fd; /* -1: the slot is free */
+	uint64_t deadline_ns;
+	size_t got; /* bytes of line read */
+	char line[CTL_LINE_MAX];
+	char *out; /* the answer; NULL while the request is read */
+	size_t out_len, out_off;
+};
 
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return;
-		p += n;
-		len -= (size_t)n;
-	}
+static void client_close(struct client *c)
+{
+	close(c->fd);
+	free(c->out);
+	memset(c, 0, sizeof(*c));
+	c->fd = -1;
 }
 
-static void serve(struct intrfs *fs, int cfd)
+/*
+ * Whether the peer may ask: root, or the user who mounted.  Anyone else
+ * is told so at once, without a byte of theirs read: a client that sends
+ * nothing never holds the endpoint.
+ */
+static bool peer_allowed(struct intrfs *fs, int cfd)
 {
-	struct timeval tv = { 2, 0 };
 	struct ucred cred;
 	socklen_t cl = sizeof(cred);
-	char line[CTL_LINE_MAX];
-	size_t got = 0;
+	char msg[160];
+	int n;
+
+	if (getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) == 0 &&
+	    (cred.uid == 0 || cred.uid == fs->ctl.owner))
+		return true;
+	n = snprintf(msg, sizeof(msg),
+		     "error\nonly root and the user who mounted (uid %u) may "
+		     "ask this mount\n",
+		     (unsigned)fs->ctl.owner);
+	/* An empty socket buffer takes it whole; else it is lost. */
+	(void)!send(cfd, msg, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL);
+	return false;
+}
+
+/* The request is whole: runs it and makes the answer. */
+static void client_answer(struct intrfs *fs, struct client *c)
+{
 	struct out o = { NULL, NULL, 0 };
+	const char *head;
 	int rc;
 
-	setsockopt(cfd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	setsockopt(cfd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	/* The request first, so that a refusal is read, not a broken pipe. */
-	while (got + 1 < sizeof(line)) {
-		ssize_t n = read(cfd, line + got, sizeof(line) - 1 - got);
+	c->line[c->got] = '\0';
+	o.f = open_memstream(&o.buf, &o.len);
+	if (!o.f) {
+		client_close(c);
+		return;
+	}
+	rc = run_line(fs, c->line, o.f);
+	fclose(o.f);
+	head = rc ? "error\n" : "ok\n";
+	c->out_len = strlen(head) + o.len;
+	c->out = malloc(c->out_len);
+	if (c->out) {
+		memcpy(c->out, head, strlen(head));
+		memcpy(c->out + strlen(head), o.buf, o.len);
+	}
+	free(o.buf);
+	if (!c->out)
+		client_close(c);
+}
 
-		if (n < 0 && errno == EINTR)
-			continue;
+/* What poll() said about c: reads its request, or writes its answer. */
+static void client_step(struct intrfs *fs, struct client *c)
+{
+	ssize_t n;
+
+	if (!c->out) {
+		n = recv(c->fd, c->line + c->got, sizeof(c->line) - 1 - c->got,
+			 MSG_DONTWAIT);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		if (n < 0) {
+			client_close(c);
+			return;
+		}
+		c->got += (size_t)n;
+		/* A line, the end of what it sends, or all the room. */
+		if (n > 0 && !memchr(c->line, '\n', c->got) &&
+		    c->got + 1 < sizeof(c->line))
+			return;
+		client_answer(fs, c);
+		if (!c->out)
+			return;
+	}
+	while (c->out_off < c->out_len) {
+		n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off,
+			 MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
 		if (n <= 0)
 			break;
-		got += (size_t)n;
-		if (memchr(line, '\n', got))
-			break;
+		c->out_off += (size_t)n;
 	}
-	line[got] = '\0';
-	if (getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0 ||
-	    (cred.uid != 0 && cred.uid != fs->ctl.owner)) {
-		char msg[160];
-		int n = snprintf(msg, sizeof(msg),
-				 "error\nonly root and the user who mounted "
-				 "(uid %u) may ask this mount\n",
-				 (unsigned)fs->ctl.owner);
+	client_close(c);
+}
 
-		write_all(cfd, msg, (size_t)n);
-		return;
+/* A free slot, or the one closest to its deadline made free. */
+static struct client *client_slot(struct client *cl)
+{
+	struct client *oldest = &cl[0];
+
+	for (unsigned i = 0; i < CTL_CLIENTS; i++) {
+		if (cl[i].fd < 0)
+			return &cl[i];
+		if (cl[i].deadline_ns < oldest->deadline_ns)
+			oldest = &cl[i];
 	}
-	o.f = open_memstream(&o.buf, &o.len);
-	if (!o.f)
-		return;
-	rc = run_line(fs, line, o.f);
-	fclose(o.f);
-	write_all(cfd, rc ? "error\n" : "ok\n", rc ? 6 : 3);
-	write_all(cfd, o.buf, o.len);
-	free(o.buf);
+	client_close(oldest);
+	return oldest;
+}
+
+/* Every connection waiting: refused at once, or given a slot. */
+static void accept_all(struct intrfs *fs, struct client *cl)
+{
+	for (;;) {
+		int cfd = accept4(fs->ctl.fd, NULL, NULL,
+				  SOCK_CLOEXEC | SOCK_NONBLOCK);
+		struct client *c;
+
+		if (cfd < 0)
+			return;
+		if (!peer_allowed(fs, cfd)) {
+			close(cfd);
+			continue;
+		}
+		c = client_slot(cl);
+		c->fd = cfd;
+		c->deadline_ns = region_now_ns() + CTL_CLIENT_NS;
+		/* Its request is usually there already: answered now. */
+		client_step(fs, c);
+	}
 }
 
 static void *control_main(void *arg)
 {
 	struct intrfs *fs = arg;
-	struct pollfd p[2] = { { fs->ctl.fd, POLLIN, 0 },
-			       { fs->ctl.stop[0], POLLIN, 0 } };
+	struct client cl[CTL_CLIENTS];
+	struct pollfd p[2 + CTL_CLIENTS];
+	struct client *of[2 + CTL_CLIENTS];
 
+	for (unsigned i = 0; i < CTL_CLIENTS; i++) {
+		memset(&cl[i], 0, sizeof(cl[i]));
+		cl[i].fd = -1;
+	}
 	for (;;) {
-		int cfd;
+		uint64_t now = region_now_ns(), next = UINT64_MAX;
+		nfds_t n = 2;
+		int timeout;
 
-		if (poll(p, 2, -1) < 0) {
+		p[0] = (struct pollfd){ fs->ctl.fd, POLLIN, 0 };
+		p[1] = (struct pollfd){ fs->ctl.stop[0], POLLIN, 0 };
+		for (unsigned i = 0; i < CTL_CLIENTS; i++) {
+			if (cl[i].fd < 0)
+				continue;
+			if (cl[i].deadline_ns <= now) {
+				client_close(&cl[i]);
+				continue;
+			}
+			if (cl[i].deadline_ns < next)
+				next = cl[i].deadline_ns;
+			of[n] = &cl[i];
+			p[n++] = (struct pollfd){ cl[i].fd,
+						  cl[i].out ? POLLOUT : POLLIN,
+						  0 };
+		}
+		timeout = next == UINT64_MAX ?
+				  -1 :
+				  (int)((next - now + 999999) / 1000000);
+		if (poll(p, n, timeout) < 0) {
 			if (errno == EINTR)
 				continue;
 			break;
 		}
 		if (p[1].revents)
 			break;
-		cfd = accept4(fs->ctl.fd, NULL, NULL, SOCK_CLOEXEC);
-		if (cfd < 0)
-			continue;
-		serve(fs, cfd);
-		close(cfd);
+		for (nfds_t i = 2; i < n; i++)
+			if (p[i].revents)
+				client_step(fs, of[i]);
+		if (p[0].revents)
+			accept_all(fs, cl);
 	}
+	for (unsigned i = 0; i < CTL_CLIENTS; i++)
+		if (cl[i].fd >= 0)
+			client_close(&cl[i]);
 	return NULL;
 }
 
@@ -693,7 +817,8 @@ int control_start(struct intrfs *fs)
 		goto fail;
 	}
 	close(fs->ctl.fd);
-	fs->ctl.fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	fs->ctl.fd =
+		socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fs->ctl.fd < 0) {
 		rc = -errno;
 		goto fail;
@@ -701,7 +826,8 @@ int control_start(struct intrfs *fs)
 	unlink(fs->ctl.path);
 	/* Anyone may connect, to be told whether they may ask. */
 	if (bind(fs->ctl.fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
-	    chmod(fs->ctl.path, 0666) < 0 || listen(fs->ctl.fd, 8) < 0) {
+	    chmod(fs->ctl.path, 0666) < 0 ||
+	    listen(fs->ctl.fd, CTL_BACKLOG) < 0) {
 		rc = -errno;
 		goto fail;
 	}

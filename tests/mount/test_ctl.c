@@ -8,12 +8,16 @@
 #include "../../fusefs/ctl.h"
 #include "harness.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -24,33 +28,46 @@
 #endif
 
 /*
- * Runs intrfsctl with args (NULL-terminated); its stdout and stderr go to
- * out.  Returns its exit status.
+ * Runs intrfsctl with args (NULL-terminated) as uid (0: as root), its
+ * stdout and stderr into out; kills it after timeout_ms.  Returns its exit
+ * status (-1: killed), how long it ran in *ns when ns is not NULL.
  */
-static int ctl(char *out, size_t len, const char *const *args)
+static int ctl_run(char *out, size_t len, const char *const *args, uid_t uid,
+		   unsigned timeout_ms, uint64_t *ns)
 {
 	const char *argv[8] = { INTRFSCTL_BIN };
+	uint64_t t0 = region_now_ns(), end = t0 + timeout_ms * 1000000ull;
 	size_t n = 1, got = 0;
 	int p[2], st;
 	pid_t pid;
 
 	for (; *args && n < 7; args++)
 		argv[n++] = *args;
-	ASSERT_EQ(pipe(p), 0);
+	ASSERT_EQ(pipe2(p, O_CLOEXEC), 0);
 	fflush(NULL);
 	pid = fork();
 	ASSERT_GE(pid, 0);
 	if (pid == 0) {
-		close(p[0]);
 		dup2(p[1], 1);
 		dup2(p[1], 2);
+		if (uid && (setgid(uid) < 0 || setuid(uid) < 0))
+			_exit(126);
 		execv(INTRFSCTL_BIN, (char *const *)argv);
 		_exit(127);
 	}
 	close(p[1]);
 	for (;;) {
-		ssize_t r = read(p[0], out + got, len - 1 - got);
+		uint64_t now = region_now_ns();
+		struct pollfd pf = { p[0], POLLIN, 0 };
+		ssize_t r;
 
+		if (now >= end) {
+			kill(pid, SIGKILL);
+			break;
+		}
+		if (poll(&pf, 1, (int)((end - now) / 1000000) + 1) <= 0)
+			continue;
+		r = read(p[0], out + got, len - 1 - got);
 		if (r <= 0)
 			break;
 		got += (size_t)r;
@@ -58,8 +75,74 @@ static int ctl(char *out, size_t len, const char *const *args)
 	out[got] = '\0';
 	close(p[0]);
 	ASSERT_EQ(waitpid(pid, &st, 0), pid);
-	ASSERT(WIFEXITED(st));
+	if (ns)
+		*ns = region_now_ns() - t0;
+	if (!WIFEXITED(st))
+		return -1;
 	return WEXITSTATUS(st);
+}
+
+/* intrfsctl with args, as root; 30 s at most. */
+static int ctl(char *out, size_t len, const char *const *args)
+{
+	int rc = ctl_run(out, len, args, 0, 30000, NULL);
+
+	if (rc < 0)
+		TEST__FAIL("intrfsctl did not answer within 30 s: %s", out);
+	return rc;
+}
+
+/*
+ * The control socket in dir that the daemon pid serves (its peer's
+ * credentials name it), into out: true when there is one.
+ */
+static bool ctl_socket_of(const char *dir, pid_t pid, char *out, size_t len)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	bool found = false;
+
+	while (d && !found && (e = readdir(d))) {
+		struct sockaddr_un a = { .sun_family = AF_UNIX };
+		struct ucred cred;
+		socklen_t cl = sizeof(cred);
+		int fd;
+
+		if (!strstr(e->d_name, ".sock") ||
+		    strlen(dir) + strlen(e->d_name) + 2 > sizeof(a.sun_path))
+			continue;
+		strcat(strcat(strcpy(a.sun_path, dir), "/"), e->d_name);
+		/*
+		 * Without waiting: a daemon of another test that does not
+		 * accept (its backlog full) must not hold this one.
+		 */
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
+			    0);
+		if (fd >= 0 &&
+		    connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+		    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) == 0 &&
+		    cred.pid == pid) {
+			snprintf(out, len, "%s", a.sun_path);
+			found = true;
+		}
+		if (fd >= 0)
+			close(fd);
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+/* The control socket of m's daemon, once it listens (5 s). */
+static void ctl_socket(const struct mnt *m, char *out, size_t len)
+{
+	for (int i = 0; i < 250; i++) {
+		if (ctl_socket_of(CTL_DIR, m->pid, out, len))
+			return;
+		test_sleep_ms(20);
+	}
+	TEST__FAIL("the daemon of %s (pid %d) has no control socket in %s",
+		   m->dir, (int)m->pid, CTL_DIR);
 }
 
 /* m's file f, len zero bytes, written on the export. */
@@ -91,10 +174,10 @@ static void stalled_read(struct probe *p, const struct mnt *m,
 }
 
 /*
- * In a child running as another user: asks mnt's control socket for stats
- * and returns 0 if the daemon refused, naming who may ask.
+ * In a child running as another user: asks the control socket sock for
+ * stats and returns 0 if the daemon refused, naming who may ask.
  */
-static int ask_refused(const char *mnt)
+static int ask_refused(const char *sock)
 {
 	static const char want[] =
 		"error\nonly root and the user who mounted (uid 0)";
@@ -104,7 +187,7 @@ static int ask_refused(const char *mnt)
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
 	signal(SIGPIPE, SIG_IGN);
-	ctl_path(mnt, a.sun_path, sizeof(a.sun_path));
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", sock);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0)
 		return 1;
 	(void)!write(fd, "stats\n", 6);
@@ -138,7 +221,7 @@ TEST_IMPL(ctl_tasks_stats_policy)
 	struct probe p;
 	struct probe_result r;
 	struct mnt m;
-	char want[64], opts[200], trace[2][100], *got;
+	char want[64], opts[200], trace[2][100], sock[108], *got;
 	int status;
 
 	srv_get(&s);
@@ -256,7 +339,8 @@ TEST_IMPL(ctl_tasks_stats_policy)
 	 * build tree may be closed to that user); a plain directory is not a
 	 * mount.
 	 */
-	ASSERT_EQ(as_user(USER_UID, USER_GID, NULL, 0, ask_refused, m.dir), 0);
+	ctl_socket(&m, sock, sizeof(sock));
+	ASSERT_EQ(as_user(USER_UID, USER_GID, NULL, 0, ask_refused, sock), 0);
 	ASSERT_EQ(ctl(out, sizeof(out),
 		      (const char *const[]){ m.local, "tasks", NULL }),
 		  2);
@@ -354,6 +438,116 @@ TEST_IMPL(ctl_mode_switch)
 		  1);
 	ASSERT_CONTAINS(out,
 			"the mode is killable, intr or nointr, not 'soft'");
+	mnt_stop(&m);
+	return 0;
+}
+
+/* Connections an unprivileged user holds open on the socket. */
+#define FLOOD_CONNS 32
+#define NOBODY 65534
+
+/*
+ * A child that connects FLOOD_CONNS times to sock as NOBODY, sends
+ * nothing and holds every connection until killed; *ready gets a byte
+ * once it has them all (or after 2 s, with those it got: a daemon that
+ * takes one at a time leaves the rest in its backlog).
+ */
+static pid_t flood_start(const char *sock, int *ready)
+{
+	int p[2];
+	pid_t pid;
+
+	ASSERT_EQ(pipe2(p, O_CLOEXEC), 0);
+	fflush(NULL);
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		struct sockaddr_un a = { .sun_family = AF_UNIX };
+		uint64_t end = region_now_ns() + 2000000000ull;
+		unsigned n = 0;
+
+		signal(SIGABRT, SIG_DFL);
+		/* Set after setuid(), which clears it: gone with the test. */
+		if (setgroups(0, NULL) < 0 || setgid(NOBODY) < 0 ||
+		    setuid(NOBODY) < 0 || prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+			_exit(2);
+		snprintf(a.sun_path, sizeof(a.sun_path), "%s", sock);
+		while (n < FLOOD_CONNS && region_now_ns() < end) {
+			int fd =
+				socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+
+			if (fd >= 0 && connect(fd, (struct sockaddr *)&a,
+					       sizeof(a)) == 0) {
+				n++;
+				continue;
+			}
+			if (fd >= 0)
+				close(fd);
+			usleep(10000);
+		}
+		if (write(p[1], "r", 1) != 1)
+			_exit(3);
+		for (;;)
+			pause();
+	}
+	close(p[1]);
+	*ready = p[0];
+	return pid;
+}
+
+/*
+ * Root's intrfsctl answers at once while an unprivileged user holds 32
+ * connections to the control socket and root itself holds idle ones: the
+ * user is refused at accept, and no client waits behind another.
+ */
+TEST_IMPL(ctl_flood_root_answers)
+{
+	static char out[65536];
+	struct test_server s;
+	struct mnt m;
+	struct pollfd pf;
+	char sock[108], c;
+	uint64_t ns, worst = 0;
+	int ready, idle[4], st;
+	pid_t flood;
+
+	srv_get(&s);
+	mnt_start(&m, &s, "");
+	ctl_socket(&m, sock, sizeof(sock));
+	flood = flood_start(sock, &ready);
+	pf = (struct pollfd){ ready, POLLIN, 0 };
+	ASSERT_EQ(poll(&pf, 1, 10000), 1);
+	ASSERT_EQ(read(ready, &c, 1), 1);
+	/* Root's own connections that never ask hold nobody either. */
+	for (unsigned i = 0; i < ARRAY_SIZE(idle); i++) {
+		struct sockaddr_un a = { .sun_family = AF_UNIX };
+
+		snprintf(a.sun_path, sizeof(a.sun_path), "%s", sock);
+		idle[i] = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+		ASSERT_GE(idle[i], 0);
+		connect(idle[i], (struct sockaddr *)&a, sizeof(a));
+	}
+	for (int i = 0; i < 5; i++) {
+		int rc = ctl_run(out, sizeof(out),
+				 (const char *const[]){ m.dir, "stats", NULL },
+				 0, 20000, &ns);
+
+		if (rc != 0)
+			TEST__FAIL("intrfsctl stats under the flood: exit %d "
+				   "after %.3f s: %s",
+				   rc, ns / 1e9, out);
+		ASSERT_CONTAINS(out, "\"transport\":{");
+		if (ns > worst)
+			worst = ns;
+	}
+	fprintf(stderr, "# root's stats under the flood: at most %.1f ms\n",
+		worst / 1e6);
+	ASSERT_UINT64_LT(worst, 100000000ull);
+	kill(flood, SIGKILL);
+	ASSERT_EQ(waitpid(flood, &st, 0), flood);
+	close(ready);
+	for (unsigned i = 0; i < ARRAY_SIZE(idle); i++)
+		close(idle[i]);
 	mnt_stop(&m);
 	return 0;
 }
