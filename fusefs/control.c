@@ -791,57 +791,153 @@ static void *control_main(void *arg)
 	return NULL;
 }
 
-int control_start(struct intrfs *fs)
+/* The socket closed and its name removed, at unmount. */
+static void control_stop_listening(struct intrfs *fs)
+{
+	close(fs->ctl.fd);
+	fs->ctl.fd = -1;
+	unlink(fs->ctl.path);
+}
+
+/*
+ * What is at path: 0 nothing, 1 a socket nobody listens on (its daemon
+ * died), -EADDRINUSE a live one, -EEXIST something that is not a socket
+ * (not ours to remove), or -errno.
+ */
+static int socket_state(const char *path)
 {
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	struct stat st;
+	int fd, rc;
+
+	if (lstat(path, &st) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (!S_ISSOCK(st.st_mode))
+		return -EEXIST;
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	rc = connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0 ? 0 : -errno;
+	close(fd);
+	/* A full backlog (EAGAIN) is a live daemon too. */
+	if (rc == 0 || rc == -EAGAIN)
+		return -EADDRINUSE;
+	return rc == -ECONNREFUSED ? 1 : rc;
+}
+
+/* The directory of the sockets: made if missing, and only its owner's. */
+static int ctl_dir_make(const char *dir, uid_t uid)
+{
+	struct stat st;
+
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	if (lstat(dir, &st) < 0)
+		return -errno;
+	if (!S_ISDIR(st.st_mode) || st.st_uid != uid ||
+	    (st.st_mode & (S_IWGRP | S_IWOTH)))
+		return -EPERM;
+	return 0;
+}
+
+/*
+ * The socket, made listening under a name of its own and then renamed to
+ * its place: a client, or a daemon looking for sockets left by dead ones,
+ * never finds it there and not listening.
+ */
+static int ctl_listen(struct intrfs *fs)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	int n;
+
+	n = snprintf(a.sun_path, sizeof(a.sun_path), "%s.%d", fs->ctl.path,
+		     (int)getpid());
+	if (n < 0 || (size_t)n >= sizeof(a.sun_path))
+		return -ENAMETOOLONG;
+	fs->ctl.fd =
+		socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fs->ctl.fd < 0)
+		return -errno;
+	unlink(a.sun_path);
+	/* Anyone may connect, to be told whether they may ask. */
+	if (bind(fs->ctl.fd, (struct sockaddr *)&a, sizeof(a)) < 0)
+		goto fail;
+	if (chmod(a.sun_path, 0666) < 0 ||
+	    listen(fs->ctl.fd, CTL_BACKLOG) < 0 ||
+	    rename(a.sun_path, fs->ctl.path) < 0) {
+		int err = -errno;
+
+		unlink(a.sun_path);
+		errno = -err;
+		goto fail;
+	}
+	return 0;
+fail:
+	n = -errno;
+	close(fs->ctl.fd);
+	fs->ctl.fd = -1;
+	return n;
+}
+
+int control_start(struct intrfs *fs)
+{
+	struct ctl_mount m;
+	char dir[64];
 	int rc;
 
 	fs->ctl.fd = -1;
 	fs->ctl.owner = getuid();
-	ctl_path(fs->mountpoint, fs->ctl.path, sizeof(fs->ctl.path));
-	if (mkdir(CTL_DIR, 0755) < 0 && errno != EEXIST)
-		return -errno;
-	if (pipe2(fs->ctl.stop, O_CLOEXEC) < 0)
-		return -errno;
-	fs->ctl.fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fs->ctl.fd < 0) {
+	fs->ctl.path[0] = '\0';
+	/* Ours is the last intrfs mount there: it was just made. */
+	rc = ctl_mount_on(fs->mountpoint, "fuse.intrfs", &m);
+	if (rc) {
+		fprintf(stderr,
+			"intrfs: no control endpoint for intrfsctl: the mount "
+			"on %s is not in /proc/self/mountinfo (%s)\n",
+			fs->mountpoint, strerror(-rc));
+		return rc;
+	}
+	fs->ctl.major = m.major;
+	fs->ctl.minor = m.minor;
+	ctl_dir(fs->ctl.owner, dir, sizeof(dir));
+	ctl_path(fs->ctl.owner, m.major, m.minor, fs->ctl.path,
+		 sizeof(fs->ctl.path));
+	rc = ctl_dir_make(dir, fs->ctl.owner);
+	if (rc == 0) {
+		rc = socket_state(fs->ctl.path);
+		/* A socket whose daemon died is replaced: rename() does. */
+		if (rc == 1)
+			rc = 0;
+	}
+	if (rc == 0 && pipe2(fs->ctl.stop, O_CLOEXEC) < 0)
 		rc = -errno;
-		goto fail;
+	if (rc == 0) {
+		rc = ctl_listen(fs);
+		if (rc) {
+			close(fs->ctl.stop[0]);
+			close(fs->ctl.stop[1]);
+		}
 	}
-	snprintf(a.sun_path, sizeof(a.sun_path), "%s", fs->ctl.path);
-	/* A live daemon's socket stays; one a daemon that died left goes. */
-	if (connect(fs->ctl.fd, (struct sockaddr *)&a, sizeof(a)) == 0) {
-		close(fs->ctl.fd);
-		fs->ctl.fd = -1;
-		rc = -EADDRINUSE;
-		goto fail;
+	if (rc == 0) {
+		rc = -pthread_create(&fs->ctl.thread, NULL, control_main, fs);
+		if (rc) {
+			control_stop_listening(fs);
+			close(fs->ctl.stop[0]);
+			close(fs->ctl.stop[1]);
+		}
 	}
-	close(fs->ctl.fd);
-	fs->ctl.fd =
-		socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fs->ctl.fd < 0) {
-		rc = -errno;
-		goto fail;
-	}
-	unlink(fs->ctl.path);
-	/* Anyone may connect, to be told whether they may ask. */
-	if (bind(fs->ctl.fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
-	    chmod(fs->ctl.path, 0666) < 0 ||
-	    listen(fs->ctl.fd, CTL_BACKLOG) < 0) {
-		rc = -errno;
-		goto fail;
-	}
-	rc = -pthread_create(&fs->ctl.thread, NULL, control_main, fs);
-	if (rc == 0)
-		return 0;
-fail:
-	if (fs->ctl.fd >= 0) {
-		close(fs->ctl.fd);
-		unlink(fs->ctl.path);
-	}
-	fs->ctl.fd = -1;
-	close(fs->ctl.stop[0]);
-	close(fs->ctl.stop[1]);
+	if (rc)
+		fprintf(stderr,
+			"intrfs: no control endpoint for intrfsctl at %s: %s\n",
+			fs->ctl.path,
+			rc == -EPERM ?
+				"its directory is not a directory of this "
+				"user's alone" :
+			rc == -EEXIST ?
+				"something that is not a socket is there" :
+			rc == -EADDRINUSE ? "a live daemon answers there" :
+					    strerror(-rc));
 	return rc;
 }
 
@@ -851,9 +947,7 @@ void control_stop(struct intrfs *fs)
 		return;
 	(void)!write(fs->ctl.stop[1], "x", 1);
 	pthread_join(fs->ctl.thread, NULL);
-	close(fs->ctl.fd);
-	unlink(fs->ctl.path);
+	control_stop_listening(fs);
 	close(fs->ctl.stop[0]);
 	close(fs->ctl.stop[1]);
-	fs->ctl.fd = -1;
 }

@@ -184,6 +184,7 @@ struct ctl_state {
 	int fd; /* the listening socket; -1: none */
 	int stop[2]; /* a byte on stop[1] ends the thread */
 	uid_t owner; /* who mounted: may ask, as root may */
+	unsigned major, minor; /* the mount's device: names the socket */
 	char path[108];
 	pthread_t thread;
 };

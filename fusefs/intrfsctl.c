@@ -1,12 +1,16 @@
 /*
  * intrfsctl: asks a live intrfs mount what it is doing (ctl.h).  Finds
- * the mount in /proc/self/mountinfo, so that a path that is not an intrfs
- * mount gets an error saying what it is instead, then sends one request to
- * the daemon's control socket and prints the answer.
+ * the mount a path shows now by its device (the top one of mounts stacked
+ * there), looks it up in /proc/self/mountinfo, so that a path that is not
+ * an intrfs mount gets an error saying what it is instead, then sends one
+ * request to the daemon's control socket and prints the answer.  It never
+ * waits on the mount itself: a mount whose server stalls is the one to
+ * ask about.
  */
 #include "ctl.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -14,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -70,54 +75,116 @@ static void usage(FILE *f)
 }
 
 /*
- * Whether path is the mount point of an intrfs mount; if not, what is
- * there (in what, for the message).
+ * The intrfs mount path shows now (the top one, when mounts are stacked
+ * there), found by its device: statx() without asking the filesystem
+ * (AT_STATX_DONT_SYNC), so that a mount whose server stalls, or whose
+ * daemon died, is still found.  Returns 0, or 2 with the message printed.
  */
-static bool is_intrfs(const char *path, char *what, size_t len)
+static int find_mount(const char *path, struct ctl_mount *m)
 {
-	FILE *f = fopen("/proc/self/mountinfo", "r");
-	char line[4096];
-	bool found = false;
+	struct statx stx;
+	bool root;
+	int rc;
 
-	snprintf(what, len, "not a mount point");
-	if (!f)
-		return false;
-	while (fgets(line, sizeof(line), f)) {
-		char mnt[PATH_MAX], fstype[256];
-		const char *sep = strstr(line, " - ");
-
-		/* id parent maj:min root mountpoint ... - fstype source ... */
-		if (!sep || sscanf(line, "%*s %*s %*s %*s %4095s", mnt) != 1 ||
-		    sscanf(sep + 3, "%255s", fstype) != 1)
-			continue;
-		/* Octal escapes (\040 for a space) as the kernel writes. */
-		for (char *r = mnt, *w = mnt;; r++, w++) {
-			if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' &&
-			    r[2] >= '0' && r[2] <= '7' && r[3] >= '0' &&
-			    r[3] <= '7') {
-				*w = (char)((r[1] - '0') * 64 +
-					    (r[2] - '0') * 8 + (r[3] - '0'));
-				r += 3;
-			} else {
-				*w = *r;
-			}
-			if (!*r)
-				break;
-		}
-		if (strcmp(mnt, path) != 0)
-			continue;
-		/* The last mount on a point is the one seen there. */
-		found = strcmp(fstype, "fuse.intrfs") == 0;
-		snprintf(what, len, "a %s mount", fstype);
+	if (statx(AT_FDCWD, path, AT_STATX_DONT_SYNC | AT_NO_AUTOMOUNT,
+		  STATX_TYPE, &stx) < 0) {
+		fprintf(stderr, PROG ": %s: %s\n", path, strerror(errno));
+		return 2;
 	}
-	fclose(f);
-	return found;
+	if (stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) {
+		root = stx.stx_attributes & STATX_ATTR_MOUNT_ROOT;
+	} else {
+		/* Older kernels: its parent is on another device. */
+		char up[PATH_MAX];
+		struct statx pst;
+
+		snprintf(up, sizeof(up), "%s/..", path);
+		root = statx(AT_FDCWD, up, AT_STATX_DONT_SYNC, STATX_TYPE,
+			     &pst) == 0 &&
+		       (pst.stx_dev_major != stx.stx_dev_major ||
+			pst.stx_dev_minor != stx.stx_dev_minor);
+	}
+	rc = root ? ctl_mount_of_dev(stx.stx_dev_major, stx.stx_dev_minor, m) :
+		    -ENOENT;
+	if (rc == -ENOENT) {
+		fprintf(stderr,
+			PROG ": %s is not an intrfs mount (not a mount "
+			     "point)\n",
+			path);
+		return 2;
+	}
+	if (rc) {
+		fprintf(stderr, PROG ": /proc/self/mountinfo: %s\n",
+			strerror(-rc));
+		return 2;
+	}
+	if (strcmp(m->fstype, "fuse.intrfs") != 0) {
+		fprintf(stderr,
+			PROG ": %s is not an intrfs mount (a %s mount)\n", path,
+			m->fstype);
+		return 2;
+	}
+	return 0;
+}
+
+/*
+ * Connects to the daemon of mount m; returns the socket, or -1 with the
+ * message printed, saying what was found at the socket's place.
+ */
+static int reach(const struct ctl_mount *m, const char *path)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	uid_t owner = m->owner == (uid_t)-1 ? 0 : m->owner;
+	struct ucred cred;
+	socklen_t cl = sizeof(cred);
+	int fd, err;
+
+	ctl_path(owner, m->major, m->minor, a.sun_path, sizeof(a.sun_path));
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		fprintf(stderr, PROG ": socket: %s\n", strerror(errno));
+		return -1;
+	}
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+		err = errno;
+		close(fd);
+		if (err == ECONNREFUSED)
+			fprintf(stderr,
+				PROG ": the control socket %s of %s is left by "
+				     "a daemon that is gone (nobody listens on "
+				     "it): the mount's daemon died; umount %s "
+				     "(the next intrfs mount removes the "
+				     "socket)\n",
+				a.sun_path, path, m->point);
+		else if (err == ENOENT)
+			fprintf(stderr,
+				PROG ": %s has no control socket (no %s): its "
+				     "daemon made none, its log says why\n",
+				path, a.sun_path);
+		else
+			fprintf(stderr,
+				PROG ": cannot reach the daemon of %s at %s: "
+				     "%s\n",
+				path, a.sun_path, strerror(err));
+		return -1;
+	}
+	/* Only the mount's own daemon is asked. */
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0 ||
+	    (cred.uid != 0 && cred.uid != owner)) {
+		fprintf(stderr,
+			PROG ": %s is served by uid %u, neither root nor the "
+			     "user who mounted %s (uid %u): not asked\n",
+			a.sun_path, (unsigned)cred.uid, path, (unsigned)owner);
+		close(fd);
+		return -1;
+	}
+	return fd;
 }
 
 int main(int argc, char **argv)
 {
-	struct sockaddr_un a = { .sun_family = AF_UNIX };
-	char real[PATH_MAX], what[300], req[CTL_LINE_MAX], *buf = NULL;
+	struct ctl_mount m;
+	char req[CTL_LINE_MAX], *buf = NULL;
 	size_t cap = 0;
 	const char *mnt = NULL, *cmd = NULL, *arg = NULL, *arg2 = NULL;
 	char abs[PATH_MAX];
@@ -203,24 +270,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, PROG ": watchdog needs seconds (0: off)\n");
 		return 2;
 	}
-	if (!realpath(mnt, real)) {
-		fprintf(stderr, PROG ": %s: %s\n", mnt, strerror(errno));
+	if (find_mount(mnt, &m))
 		return 2;
-	}
-	if (!is_intrfs(real, what, sizeof(what))) {
-		fprintf(stderr, PROG ": %s is not an intrfs mount (%s)\n", real,
-			what);
+	fd = reach(&m, mnt);
+	if (fd < 0)
 		return 2;
-	}
-	ctl_path(real, a.sun_path, sizeof(a.sun_path));
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
-		fprintf(stderr,
-			PROG ": cannot reach the daemon of %s at %s: %s (is it "
-			     "an intrfs older than its control endpoint?)\n",
-			real, a.sun_path, strerror(errno));
-		return 2;
-	}
 	n = snprintf(req, sizeof(req), "%s%s%s%s%s%s\n", cmd, arg ? " " : "",
 		     arg ? arg : "", arg2 ? " " : "", arg2 ? arg2 : "",
 		     table ? " table" : "");

@@ -551,3 +551,128 @@ TEST_IMPL(ctl_flood_root_answers)
 	mnt_stop(&m);
 	return 0;
 }
+
+/* Whether m's daemon has a control socket, waiting up to 5 s for it. */
+static bool ctl_socket_within(const struct mnt *m, char *out, size_t len)
+{
+	for (int i = 0; i < 250; i++) {
+		if (ctl_socket_of(CTL_DIR, m->pid, out, len))
+			return true;
+		test_sleep_ms(20);
+	}
+	return false;
+}
+
+/*
+ * A second daemon mounting a fresh directory of s's export on top of a's
+ * mount point, as uid (0: root), its log in dir (private to the test):
+ * b is it, mounted (its log says so) once this returns.
+ */
+static void mnt_stack(struct mnt *b, const struct mnt *a,
+		      const struct test_server *s, const char *dir, uid_t uid)
+{
+	static unsigned seq;
+	char src[700], opts[200];
+	pid_t pid;
+
+	memset(b, 0, sizeof(*b));
+	snprintf(b->dir, sizeof(b->dir), "%s", a->dir);
+	snprintf(b->local, sizeof(b->local), "%s/stacked-%d-%u", s->export_dir,
+		 (int)getpid(), ++seq);
+	ASSERT_EQ(mkdir(b->local, 0777), 0);
+	ASSERT_EQ(chmod(b->local, 0777), 0);
+	snprintf(b->log, sizeof(b->log), "%s/stacked-%u.log", dir, seq);
+	snprintf(src, sizeof(src), "%s:%s", s->server, b->local);
+	snprintf(opts, sizeof(opts), "port=%u,mountport=%u", s->nfs_port,
+		 s->mount_port);
+	snprintf(b->opts, sizeof(b->opts), "%s", opts);
+	fflush(NULL);
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		int fd = open(b->log, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW,
+			      0644);
+
+		if (fd < 0 || fchown(fd, uid, uid) < 0)
+			_exit(126);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		if (uid && (setgroups(0, NULL) < 0 || setgid(uid) < 0 ||
+			    setuid(uid) < 0))
+			_exit(126);
+		execl(intrfs_bin(), "intrfs", "-f", src, b->dir, "-o", opts,
+		      (char *)NULL);
+		_exit(127);
+	}
+	b->pid = pid;
+	proc_note_pid(pid);
+	mnt_wait_log(b, "intrfs: mounted ", 15000);
+}
+
+/* The LOOKUPs a daemon counted, from intrfsctl's stats of dir. */
+static uint64_t lookups(const char *dir)
+{
+	static char out[65536];
+	const char *p;
+
+	ASSERT_EQ(ctl(out, sizeof(out),
+		      (const char *const[]){ dir, "stats", NULL }),
+		  0);
+	p = strstr(out, "\"LOOKUP\":{\"ops\":");
+	return p ? strtoull(p + 16, NULL, 10) : 0;
+}
+
+/*
+ * Two mounts stacked on one point: intrfsctl asks the one on top, the one
+ * the path shows (its LOOKUPs count the lookups made there, its policy is
+ * the one switched), and after its unmount the one below again.
+ */
+TEST_IMPL(ctl_stacked_visible)
+{
+	static char out[65536];
+	char dir[] = "/tmp/intrfs-test-ctl.XXXXXX", sock[108];
+	struct test_server s;
+	struct mnt a, b;
+	struct stat st;
+	uint64_t a0, b0, b1;
+
+	srv_get(&s);
+	ASSERT_NOT_NULL(mkdtemp(dir));
+	mnt_start(&a, &s, "");
+	ctl_socket(&a, sock, sizeof(sock));
+	a0 = lookups(a.dir);
+	mnt_stack(&b, &a, &s, dir, 0);
+	if (!ctl_socket_within(&b, sock, sizeof(sock)))
+		fprintf(stderr, "# the mount on top has no control socket\n");
+	b0 = lookups(a.dir);
+	for (int i = 0; i < 50; i++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "nothing-%d", i);
+		ASSERT_EQ(stat(mpath(&a, name), &st), -1);
+		ASSERT_EQ(errno, ENOENT);
+	}
+	b1 = lookups(a.dir);
+	fprintf(stderr, "# LOOKUPs counted where 50 were made: %" PRIu64 "\n",
+		b1 - b0);
+	ASSERT_UINT64_GE(b1 - b0, 50);
+	ASSERT_EQ(
+		ctl(out, sizeof(out),
+		    (const char *const[]){ a.dir, "policy", "percall", NULL }),
+		0);
+	ASSERT_EQ(ctl(out, sizeof(out),
+		      (const char *const[]){ a.dir, "tasks", NULL }),
+		  0);
+	ASSERT_CONTAINS(out, "\"policy\":\"percall\"");
+	/* The one on top gone, the one below answers, untouched. */
+	mnt_stop(&b);
+	ASSERT_UINT64_LT(lookups(a.dir) - a0, 50);
+	ASSERT_EQ(ctl(out, sizeof(out),
+		      (const char *const[]){ a.dir, "tasks", NULL }),
+		  0);
+	ASSERT_CONTAINS(out, "\"policy\":\"region\"");
+	mnt_stop(&a);
+	unlink(b.log);
+	rmdir(dir);
+	return 0;
+}
