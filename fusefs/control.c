@@ -25,11 +25,13 @@
  *
  * It reads the jobs in flight under watch.lock (interrupt.c) and snapshots
  * their tasks, which the region API allows from any thread.  The socket is
- * made at mount and removed at unmount.
+ * made at mount and removed at unmount; sockets that daemons which died
+ * left are removed by the next mount that starts.
  */
 #include "ctl.h"
 #include "fusefs_i.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -826,6 +828,34 @@ static int socket_state(const char *path)
 	return rc == -ECONNREFUSED ? 1 : rc;
 }
 
+/*
+ * Removes from dir the sockets daemons that died left (nobody listens on
+ * them): a mount that starts cleans up after every one that did not stop.
+ */
+static void sweep_stale(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	char path[108];
+
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		size_t n = strlen(e->d_name);
+
+		if (strncmp(e->d_name, "ctl-", 4) != 0 || n < 9 ||
+		    strcmp(e->d_name + n - 5, ".sock") != 0 ||
+		    (size_t)snprintf(path, sizeof(path), "%s/%s", dir,
+				     e->d_name) >= sizeof(path))
+			continue;
+		if (socket_state(path) == 1 && unlink(path) == 0)
+			fprintf(stderr,
+				"intrfs: removed %s: its daemon is gone\n",
+				path);
+	}
+	closedir(d);
+}
+
 /* The directory of the sockets: made if missing, and only its owner's. */
 static int ctl_dir_make(const char *dir, uid_t uid)
 {
@@ -904,6 +934,8 @@ int control_start(struct intrfs *fs)
 	ctl_path(fs->ctl.owner, m.major, m.minor, fs->ctl.path,
 		 sizeof(fs->ctl.path));
 	rc = ctl_dir_make(dir, fs->ctl.owner);
+	if (rc == 0)
+		sweep_stale(dir);
 	if (rc == 0) {
 		rc = socket_state(fs->ctl.path);
 		/* A socket whose daemon died is replaced: rename() does. */

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -674,5 +675,66 @@ TEST_IMPL(ctl_stacked_visible)
 	mnt_stop(&a);
 	unlink(b.log);
 	rmdir(dir);
+	return 0;
+}
+
+/* A socket at path that nobody listens on, as a daemon that died leaves. */
+static void plant_dead_socket(const char *path)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	ASSERT_GE(fd, 0);
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
+	unlink(path);
+	ASSERT_EQ(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	close(fd);
+}
+
+/*
+ * The socket of a daemon killed with SIGKILL stays; intrfsctl says so,
+ * and the next mount removes it (and any other socket nobody listens on);
+ * the socket of a mount unmounted is gone with it.
+ */
+TEST_IMPL(ctl_stale_socket)
+{
+	static char out[4096];
+	char dead[108], b_sock[108], planted[108];
+	struct test_server s;
+	struct mnt a, b;
+	struct stat st;
+	int status;
+
+	srv_get(&s);
+	mnt_start(&a, &s, "");
+	ctl_socket(&a, dead, sizeof(dead));
+	ASSERT_EQ(kill(a.pid, SIGKILL), 0);
+	ASSERT_EQ(waitpid(a.pid, &status, 0), a.pid);
+	a.pid = 0;
+	lstat_ok(dead, &st);
+	ASSERT(S_ISSOCK(st.st_mode));
+	ASSERT_EQ(ctl(out, sizeof(out),
+		      (const char *const[]){ a.dir, "stats", NULL }),
+		  2);
+	ASSERT_CONTAINS(out, "is left by a daemon that is gone (nobody "
+			     "listens on it)");
+	umount2(a.dir, MNT_DETACH);
+	mnt_stop(&a);
+
+	snprintf(planted, sizeof(planted), "%s/ctl-0:%d.sock", CTL_DIR,
+		 900000 + (int)getpid() % 10000);
+	plant_dead_socket(planted);
+	mnt_start(&b, &s, "");
+	ctl_socket(&b, b_sock, sizeof(b_sock));
+	ASSERT_EQ(lstat(planted, &st), -1);
+	ASSERT_EQ(errno, ENOENT);
+	/* Gone, or replaced by b's when b has the device a had. */
+	if (strcmp(dead, b_sock) != 0) {
+		ASSERT_EQ(lstat(dead, &st), -1);
+		ASSERT_EQ(errno, ENOENT);
+	}
+	mnt_stop(&b);
+	ASSERT_EQ(lstat(b_sock, &st), -1);
+	ASSERT_EQ(errno, ENOENT);
 	return 0;
 }
