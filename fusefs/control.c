@@ -856,12 +856,25 @@ static void sweep_stale(const char *dir)
 	closedir(d);
 }
 
-/* The directory of the sockets: made if missing, and only its owner's. */
+/*
+ * The directory of the sockets, made if missing: root's in /run, open to
+ * all (anyone may connect, to be told whether they may ask); a user's in
+ * that user's runtime directory, which a login session makes (-ENXIO
+ * without it), open to that user and root only.  Either must be its
+ * owner's alone.
+ */
 static int ctl_dir_make(const char *dir, uid_t uid)
 {
+	char runtime[64];
 	struct stat st;
 
-	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+	if (uid != 0) {
+		snprintf(runtime, sizeof(runtime), CTL_USER_RUNTIME,
+			 (unsigned)uid);
+		if (lstat(runtime, &st) < 0)
+			return errno == ENOENT ? -ENXIO : -errno;
+	}
+	if (mkdir(dir, uid ? 0700 : 0755) < 0 && errno != EEXIST)
 		return -errno;
 	if (lstat(dir, &st) < 0)
 		return -errno;
@@ -893,7 +906,7 @@ static int ctl_listen(struct intrfs *fs)
 	/* Anyone may connect, to be told whether they may ask. */
 	if (bind(fs->ctl.fd, (struct sockaddr *)&a, sizeof(a)) < 0)
 		goto fail;
-	if (chmod(a.sun_path, 0666) < 0 ||
+	if (chmod(a.sun_path, fs->ctl.owner ? 0600 : 0666) < 0 ||
 	    listen(fs->ctl.fd, CTL_BACKLOG) < 0 ||
 	    rename(a.sun_path, fs->ctl.path) < 0) {
 		int err = -errno;
@@ -963,6 +976,10 @@ int control_start(struct intrfs *fs)
 		fprintf(stderr,
 			"intrfs: no control endpoint for intrfsctl at %s: %s\n",
 			fs->ctl.path,
+			rc == -ENXIO ?
+				"this user has no runtime directory "
+				"(/run/user/UID, which a login session "
+				"makes)" :
 			rc == -EPERM ?
 				"its directory is not a directory of this "
 				"user's alone" :

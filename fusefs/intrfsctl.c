@@ -86,8 +86,12 @@ static int find_mount(const char *path, struct ctl_mount *m)
 	bool root;
 	int rc;
 
-	if (statx(AT_FDCWD, path, AT_STATX_DONT_SYNC | AT_NO_AUTOMOUNT,
-		  STATX_TYPE, &stx) < 0) {
+	/*
+	 * Asking for no field at all: FUSE then answers with the device even
+	 * to root on a user's mount without allow_other.
+	 */
+	if (statx(AT_FDCWD, path, AT_STATX_DONT_SYNC | AT_NO_AUTOMOUNT, 0,
+		  &stx) < 0) {
 		fprintf(stderr, PROG ": %s: %s\n", path, strerror(errno));
 		return 2;
 	}
@@ -99,8 +103,7 @@ static int find_mount(const char *path, struct ctl_mount *m)
 		struct statx pst;
 
 		snprintf(up, sizeof(up), "%s/..", path);
-		root = statx(AT_FDCWD, up, AT_STATX_DONT_SYNC, STATX_TYPE,
-			     &pst) == 0 &&
+		root = statx(AT_FDCWD, up, AT_STATX_DONT_SYNC, 0, &pst) == 0 &&
 		       (pst.stx_dev_major != stx.stx_dev_major ||
 			pst.stx_dev_minor != stx.stx_dev_minor);
 	}

@@ -565,24 +565,25 @@ static bool ctl_socket_within(const struct mnt *m, char *out, size_t len)
 }
 
 /*
- * A second daemon mounting a fresh directory of s's export on top of a's
- * mount point, as uid (0: root), its log in dir (private to the test):
- * b is it, mounted (its log says so) once this returns.
+ * A daemon mounting a fresh directory of s's export on mnt as uid (0:
+ * root; another user mounts through fusermount), its log in dir (private
+ * to the test): b is it, mounted (its log says so) once this returns.
  */
-static void mnt_stack(struct mnt *b, const struct mnt *a,
-		      const struct test_server *s, const char *dir, uid_t uid)
+static void mnt_spawn_as(struct mnt *b, const char *mnt,
+			 const struct test_server *s, const char *dir,
+			 uid_t uid)
 {
 	static unsigned seq;
 	char src[700], opts[200];
 	pid_t pid;
 
 	memset(b, 0, sizeof(*b));
-	snprintf(b->dir, sizeof(b->dir), "%s", a->dir);
-	snprintf(b->local, sizeof(b->local), "%s/stacked-%d-%u", s->export_dir,
+	snprintf(b->dir, sizeof(b->dir), "%s", mnt);
+	snprintf(b->local, sizeof(b->local), "%s/ctl-%d-%u", s->export_dir,
 		 (int)getpid(), ++seq);
 	ASSERT_EQ(mkdir(b->local, 0777), 0);
 	ASSERT_EQ(chmod(b->local, 0777), 0);
-	snprintf(b->log, sizeof(b->log), "%s/stacked-%u.log", dir, seq);
+	snprintf(b->log, sizeof(b->log), "%s/daemon-%u.log", dir, seq);
 	snprintf(src, sizeof(src), "%s:%s", s->server, b->local);
 	snprintf(opts, sizeof(opts), "port=%u,mountport=%u", s->nfs_port,
 		 s->mount_port);
@@ -642,7 +643,7 @@ TEST_IMPL(ctl_stacked_visible)
 	mnt_start(&a, &s, "");
 	ctl_socket(&a, sock, sizeof(sock));
 	a0 = lookups(a.dir);
-	mnt_stack(&b, &a, &s, dir, 0);
+	mnt_spawn_as(&b, a.dir, &s, dir, 0);
 	if (!ctl_socket_within(&b, sock, sizeof(sock)))
 		fprintf(stderr, "# the mount on top has no control socket\n");
 	b0 = lookups(a.dir);
@@ -736,5 +737,65 @@ TEST_IMPL(ctl_stale_socket)
 	mnt_stop(&b);
 	ASSERT_EQ(lstat(b_sock, &st), -1);
 	ASSERT_EQ(errno, ENOENT);
+	return 0;
+}
+
+/*
+ * A mount made by a user (fusermount) has its control socket in that
+ * user's runtime directory: root's intrfsctl and the user's find it and
+ * are answered, and it is gone with the mount.
+ */
+TEST_IMPL(ctl_user_mount)
+{
+	static char out[65536];
+	char dir[] = "/tmp/intrfs-test-ctl.XXXXXX", mnt[64], run[64];
+	char ctl_dir[96], sock[108];
+	bool made_run_user, made_run;
+	struct test_server s;
+	struct stat st;
+	struct mnt u;
+	int status;
+
+	srv_get(&s);
+	ASSERT_NOT_NULL(mkdtemp(dir));
+	ASSERT_EQ(chmod(dir, 0755), 0);
+	snprintf(mnt, sizeof(mnt), "%s/mnt", dir);
+	ASSERT_EQ(mkdir(mnt, 0755), 0);
+	ASSERT_EQ(chown(mnt, USER_UID, USER_GID), 0);
+	/* The runtime directory a login session would have made. */
+	made_run_user = mkdir("/run/user", 0755) == 0;
+	snprintf(run, sizeof(run), "/run/user/%u", USER_UID);
+	made_run = mkdir(run, 0700) == 0;
+	if (made_run)
+		ASSERT_EQ(chown(run, USER_UID, USER_GID), 0);
+	snprintf(ctl_dir, sizeof(ctl_dir), "%s/intrfs-ctl", run);
+
+	mnt_spawn_as(&u, mnt, &s, dir, USER_UID);
+	ASSERT_WITHIN(ctl_socket_of(ctl_dir, u.pid, sock, sizeof(sock)), 5000);
+	lstat_ok(sock, &st);
+	ASSERT_EQ(st.st_uid, USER_UID);
+	ASSERT_EQ(ctl_run(out, sizeof(out),
+			  (const char *const[]){ mnt, "stats", NULL }, 0, 30000,
+			  NULL),
+		  0);
+	ASSERT_CONTAINS(out, "\"transport\":{");
+	ASSERT_EQ(ctl_run(out, sizeof(out),
+			  (const char *const[]){ mnt, "stats", NULL }, USER_UID,
+			  30000, NULL),
+		  0);
+	ASSERT_CONTAINS(out, "\"transport\":{");
+
+	ASSERT_EQ(umount2(mnt, 0), 0);
+	ASSERT_EQ(waitpid(u.pid, &status, 0), u.pid);
+	ASSERT_EQ(lstat(sock, &st), -1);
+	ASSERT_EQ(errno, ENOENT);
+	rmdir(ctl_dir);
+	if (made_run)
+		rmdir(run);
+	if (made_run_user)
+		rmdir("/run/user");
+	unlink(u.log);
+	rmdir(mnt);
+	rmdir(dir);
 	return 0;
 }
