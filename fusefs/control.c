@@ -21,7 +21,8 @@
  *           theirs)
  *   mode M  killable, intr or nointr for requests from now on
  *   watchdog N  the hung-task watchdog's threshold, seconds (0: off)
- *   trace on FILE | trace off  the event trace (trace.c)
+ *   trace on FILE | trace off  the event trace (trace.c), to a file the
+ *           client opened and sent (SCM_RIGHTS)
  *
  * It reads the jobs in flight under watch.lock (interrupt.c) and snapshots
  * their tasks, which the region API allows from any thread.  The socket is
@@ -42,6 +43,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -511,9 +513,14 @@ static int mode_set(struct intrfs *fs, const char *name, FILE *f, bool table)
 	return 0;
 }
 
-/* trace on FILE | trace off. */
-static int trace_set(struct intrfs *fs, const char *what, const char *path,
-		     FILE *f, bool table)
+/*
+ * trace on NAME | trace off.  The file comes as a descriptor the client
+ * opened (fd; -1: none came): the daemon opens no path a client names,
+ * so a relative name is the client's and its rights are the client's.
+ * NAME only says which file it is, in the answer and the log.
+ */
+static int trace_set(struct intrfs *fs, const char *what, const char *name,
+		     int fd, FILE *f, bool table)
 {
 	int rc;
 
@@ -523,33 +530,42 @@ static int trace_set(struct intrfs *fs, const char *what, const char *path,
 		fprintf(f, table ? "trace off\n" : "{\"trace\":null}\n");
 		return 0;
 	}
-	if (!what || strcmp(what, "on") != 0 || !path || path[0] != '/') {
-		fprintf(f, "trace takes 'on /ABSOLUTE/FILE' or 'off'\n");
+	if (!what || strcmp(what, "on") != 0 || !name) {
+		fprintf(f, "trace takes 'on FILE' or 'off'\n");
 		return -EINVAL;
 	}
-	rc = trace_on(path, fs->mountpoint);
+	if (fd < 0) {
+		fprintf(f, "trace on takes the file's descriptor with the "
+			   "request (intrfsctl sends it): the daemon opens "
+			   "no path it is given\n");
+		return -EINVAL;
+	}
+	rc = trace_on_fd(fd, makedev(fs->ctl.major, fs->ctl.minor));
 	if (rc) {
-		fprintf(f, "cannot write the trace to %s: %s\n", path,
+		fprintf(f, "cannot write the trace to %s: %s\n", name,
 			rc == -EXDEV ?
 				"it is on this mount (its lines would be "
 				"requests to trace)" :
-			rc == -EINVAL ? "not a regular file" :
+			rc == -EINVAL ? "not a regular file open for writing" :
 					strerror(-rc));
 		return rc;
 	}
-	fprintf(stderr, "intrfs: trace to %s, by intrfsctl\n", path);
+	fprintf(stderr, "intrfs: trace to %s, by intrfsctl\n", name);
 	if (table)
-		fprintf(f, "trace to %s\n", path);
+		fprintf(f, "trace to %s\n", name);
 	else {
 		fprintf(f, "{\"trace\":");
-		jstr(f, path);
+		jstr(f, name);
 		fprintf(f, "}\n");
 	}
 	return 0;
 }
 
-/* Runs one request line; the answer's text goes to f. */
-static int run_line(struct intrfs *fs, char *line, FILE *f)
+/*
+ * Runs one request line, with the descriptor that came with it (-1:
+ * none); the answer's text goes to f.
+ */
+static int run_line(struct intrfs *fs, char *line, int fd, FILE *f)
 {
 	char *save = NULL, *cmd = strtok_r(line, " \t\r\n", &save);
 	char *w[3] = { NULL, NULL, NULL }, *arg, *arg2;
@@ -585,7 +601,7 @@ static int run_line(struct intrfs *fs, char *line, FILE *f)
 	if (strcmp(cmd, "watchdog") == 0)
 		return watchdog_set(arg, f, table);
 	if (strcmp(cmd, "trace") == 0)
-		return trace_set(fs, arg, arg2, f, table);
+		return trace_set(fs, arg, arg2, fd, f, table);
 	if (strcmp(cmd, "mode") == 0)
 		return mode_set(fs, arg, f, table);
 	fprintf(f,
@@ -601,6 +617,7 @@ static int run_line(struct intrfs *fs, char *line, FILE *f)
  */
 struct client {
 	int fd; /* -1: the slot is free */
+	int passed; /* a descriptor that came with the request, or -1 */
 	uint64_t deadline_ns;
 	size_t got; /* bytes of line read */
 	char line[CTL_LINE_MAX];
@@ -611,9 +628,51 @@ struct client {
 static void client_close(struct client *c)
 {
 	close(c->fd);
+	if (c->passed >= 0)
+		close(c->passed);
 	free(c->out);
 	memset(c, 0, sizeof(*c));
-	c->fd = -1;
+	c->fd = c->passed = -1;
+}
+
+/*
+ * Reads what the client sent, and a descriptor that came with it (only
+ * the first is kept).  Returns recv()'s result.
+ */
+static ssize_t client_recv(struct client *c)
+{
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int) * 4)];
+	} u;
+	struct iovec iov = { c->line + c->got, sizeof(c->line) - 1 - c->got };
+	struct msghdr mh = { .msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = u.buf,
+			     .msg_controllen = sizeof(u.buf) };
+	ssize_t n = recvmsg(c->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+
+	if (n < 0)
+		return n;
+	for (struct cmsghdr *h = CMSG_FIRSTHDR(&mh); h;
+	     h = CMSG_NXTHDR(&mh, h)) {
+		size_t nfd;
+		int fds[4];
+
+		if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS)
+			continue;
+		nfd = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		if (nfd > 4)
+			nfd = 4;
+		memcpy(fds, CMSG_DATA(h), nfd * sizeof(int));
+		for (size_t i = 0; i < nfd; i++) {
+			if (c->passed < 0)
+				c->passed = fds[i];
+			else
+				close(fds[i]);
+		}
+	}
+	return n;
 }
 
 /*
@@ -653,7 +712,7 @@ static void client_answer(struct intrfs *fs, struct client *c)
 		client_close(c);
 		return;
 	}
-	rc = run_line(fs, c->line, o.f);
+	rc = run_line(fs, c->line, c->passed, o.f);
 	fclose(o.f);
 	head = rc ? "error\n" : "ok\n";
 	c->out_len = strlen(head) + o.len;
@@ -673,8 +732,7 @@ static void client_step(struct intrfs *fs, struct client *c)
 	ssize_t n;
 
 	if (!c->out) {
-		n = recv(c->fd, c->line + c->got, sizeof(c->line) - 1 - c->got,
-			 MSG_DONTWAIT);
+		n = client_recv(c);
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
 			return;
 		if (n < 0) {
@@ -733,6 +791,7 @@ static void accept_all(struct intrfs *fs, struct client *cl)
 		}
 		c = client_slot(cl);
 		c->fd = cfd;
+		c->passed = -1;
 		c->deadline_ns = region_now_ns() + CTL_CLIENT_NS;
 		/* Its request is usually there already: answered now. */
 		client_step(fs, c);
@@ -748,7 +807,7 @@ static void *control_main(void *arg)
 
 	for (unsigned i = 0; i < CTL_CLIENTS; i++) {
 		memset(&cl[i], 0, sizeof(cl[i]));
-		cl[i].fd = -1;
+		cl[i].fd = cl[i].passed = -1;
 	}
 	for (;;) {
 		uint64_t now = region_now_ns(), next = UINT64_MAX;

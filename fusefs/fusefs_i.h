@@ -512,10 +512,17 @@ void json_escape(char *out, size_t len, const char *s);
 /* trace.c: the event trace; trace_init() once, before the session */
 int trace_init(void);
 /*
- * The trace to path, a regular file not under mountpoint: 0, or -EINVAL
- * (not absolute, not a regular file), -EXDEV (on the mount), -errno.
+ * The trace to path, a regular file not under mountpoint, opened without
+ * following a symbolic link: 0, or -EINVAL (not absolute, not a regular
+ * file), -ELOOP (a symbolic link), -EXDEV (on the mount), -errno.
  */
 int trace_on(const char *path, const char *mountpoint);
+/*
+ * The trace to fd (a caller opened it for writing; it stays the caller's),
+ * a regular file not on the mount's device mount_dev: 0, or -EINVAL,
+ * -EXDEV, -errno.
+ */
+int trace_on_fd(int fd, dev_t mount_dev);
 void trace_off(void);
 
 /* control.c: the endpoint intrfsctl talks to (ctl.h) */

@@ -389,6 +389,8 @@ static int run(struct intrfs *fs, const struct cmdline *cl,
 			fs->o.trace ? fs->o.trace : "/dev/null",
 			rc == -EXDEV  ? "it is on the mount point" :
 			rc == -EINVAL ? "not a regular file" :
+			rc == -ELOOP  ? "a symbolic link (name the file "
+					"itself)" :
 					strerror(-rc));
 		return rc;
 	}

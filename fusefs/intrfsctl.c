@@ -65,7 +65,12 @@ static void usage(FILE *f)
 		"a\n"
 		"               line: region begin and end, interrupt raised,\n"
 		"               deferred, delivered; retransmit, major timeout,\n"
-		"               reset, reply (also -o trace=FILE at mount)\n"
+		"               reset, reply (also -o trace=FILE at mount).  FILE "
+		"is\n"
+		"               opened here, with your rights, and sent to the "
+		"daemon:\n"
+		"               a regular file, not a symbolic link, not on the "
+		"mount\n"
 		"\n"
 		"Only root and the user who mounted may ask.  Exit status: 0 "
 		"answered,\n"
@@ -184,10 +189,96 @@ static int reach(const struct ctl_mount *m, const char *path)
 	return fd;
 }
 
+/*
+ * The trace file, opened here with the caller's rights and sent to the
+ * daemon as a descriptor: never through a symbolic link, only a regular
+ * file, and not on the mount m (each line would be a request to trace).
+ * A relative name is the caller's.  Returns the descriptor, or -1 with the
+ * message printed.
+ */
+static int open_trace(const char *file, const struct ctl_mount *m)
+{
+	char dir[PATH_MAX], *slash;
+	struct statx stx;
+	struct stat st;
+	int fd;
+
+	if (lstat(file, &st) == 0 && S_ISLNK(st.st_mode)) {
+		fprintf(stderr,
+			PROG ": %s is a symbolic link: refused (name the file "
+			     "itself)\n",
+			file);
+		return -1;
+	}
+	/* The directory it is in, asked without waiting on a mount. */
+	snprintf(dir, sizeof(dir), "%s", file);
+	slash = strrchr(dir, '/');
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == dir)
+		dir[1] = '\0';
+	else
+		*slash = '\0';
+	if (statx(AT_FDCWD, dir, AT_STATX_DONT_SYNC, 0, &stx) == 0 &&
+	    stx.stx_dev_major == m->major && stx.stx_dev_minor == m->minor) {
+		fprintf(stderr,
+			PROG ": cannot write the trace to %s: it is on this "
+			     "mount (its lines would be requests to trace)\n",
+			file);
+		return -1;
+	}
+	fd = open(file,
+		  O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_NONBLOCK |
+			  O_NOCTTY | O_CLOEXEC,
+		  0644);
+	if (fd < 0) {
+		fprintf(stderr, PROG ": %s: %s\n", file,
+			errno == ELOOP ? "a symbolic link: refused (name the "
+					 "file itself)" :
+			errno == ENXIO ? "not a regular file" :
+					 strerror(errno));
+		return -1;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		fprintf(stderr, PROG ": %s: not a regular file\n", file);
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* The request line, with the descriptor fd when it is not -1. */
+static void send_request(int sock, const char *req, size_t len, int fd)
+{
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} u;
+	struct iovec iov = { (void *)req, len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+	if (fd >= 0) {
+		struct cmsghdr *h;
+
+		memset(&u, 0, sizeof(u));
+		mh.msg_control = u.buf;
+		mh.msg_controllen = sizeof(u.buf);
+		h = CMSG_FIRSTHDR(&mh);
+		h->cmsg_level = SOL_SOCKET;
+		h->cmsg_type = SCM_RIGHTS;
+		h->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(h), &fd, sizeof(int));
+	}
+	/* A daemon that refused at once closed: its answer is still read. */
+	(void)!sendmsg(sock, &mh, MSG_NOSIGNAL);
+}
+
 int main(int argc, char **argv)
 {
 	struct ctl_mount m;
 	char req[CTL_LINE_MAX], *buf = NULL;
+	const char *trace_file = NULL;
+	int tfd = -1;
 	size_t cap = 0;
 	const char *mnt = NULL, *cmd = NULL, *arg = NULL, *arg2 = NULL;
 	char abs[PATH_MAX];
@@ -243,7 +334,8 @@ int main(int argc, char **argv)
 					"cannot be sent: choose another\n");
 				return 2;
 			}
-			/* The daemon's working directory is not ours. */
+			trace_file = arg2;
+			/* The name the daemon logs: ours, made absolute. */
 			if (arg2[0] != '/') {
 				char cwd[PATH_MAX];
 
@@ -275,6 +367,11 @@ int main(int argc, char **argv)
 	}
 	if (find_mount(mnt, &m))
 		return 2;
+	if (trace_file) {
+		tfd = open_trace(trace_file, &m);
+		if (tfd < 0)
+			return 1;
+	}
 	fd = reach(&m, mnt);
 	if (fd < 0)
 		return 2;
@@ -287,7 +384,9 @@ int main(int argc, char **argv)
 	}
 	/* A daemon that answered at once (a refusal) closed: read it. */
 	signal(SIGPIPE, SIG_IGN);
-	(void)!write(fd, req, (size_t)n);
+	send_request(fd, req, (size_t)n, tfd);
+	if (tfd >= 0)
+		close(tfd);
 	for (;;) {
 		ssize_t r;
 

@@ -223,14 +223,14 @@ TEST_IMPL(ctl_tasks_stats_policy)
 	struct probe_result r;
 	struct mnt m;
 	char want[64], opts[200], trace[2][100], sock[108], *got;
+	char dir[] = "/tmp/intrfs-test-ctl.XXXXXX";
 	int status;
 
 	srv_get(&s);
-	for (int i = 0; i < 2; i++) {
-		snprintf(trace[i], sizeof(trace[i]),
-			 "/tmp/intrfs-test-trace.%d.%d.json", (int)getpid(), i);
-		unlink(trace[i]);
-	}
+	ASSERT_NOT_NULL(mkdtemp(dir));
+	for (int i = 0; i < 2; i++)
+		snprintf(trace[i], sizeof(trace[i]), "%s/trace.%d.json", dir,
+			 i);
 	snprintf(opts, sizeof(opts), "hard,killable,actimeo=60,trace=%s",
 		 trace[0]);
 	mnt_start(&m, &s, opts);
@@ -299,7 +299,7 @@ TEST_IMPL(ctl_tasks_stats_policy)
 		      (const char *const[]){ m.dir, "trace", "on", trace[1],
 					     NULL }),
 		  0);
-	ASSERT_CONTAINS(out, "{\"trace\":\"/tmp/intrfs-test-trace.");
+	ASSERT_CONTAINS(out, "{\"trace\":\"/tmp/intrfs-test-ctl.");
 	ASSERT_EQ(access(mpath(&m, "nothing-here"), F_OK), -1);
 	ASSERT_EQ(ctl(out, sizeof(out),
 		      (const char *const[]){ m.dir, "trace", "off", NULL }),
@@ -315,6 +315,7 @@ TEST_IMPL(ctl_tasks_stats_policy)
 	ASSERT_CONTAINS(out, "it is on this mount");
 	unlink(trace[0]);
 	unlink(trace[1]);
+	rmdir(dir);
 
 	/* Later requests run under the policy set now. */
 	ASSERT_EQ(
@@ -796,6 +797,104 @@ TEST_IMPL(ctl_user_mount)
 		rmdir("/run/user");
 	unlink(u.log);
 	rmdir(mnt);
+	rmdir(dir);
+	return 0;
+}
+
+/* Sends line to the control socket sock as it is; the answer in out. */
+static void ask_raw(const char *sock, const char *line, char *out, size_t len)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	size_t got = 0;
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	ASSERT_GE(fd, 0);
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", sock);
+	ASSERT_EQ(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	ASSERT_EQ(send(fd, line, strlen(line), MSG_NOSIGNAL),
+		  (ssize_t)strlen(line));
+	for (ssize_t r;
+	     got + 1 < len && (r = read(fd, out + got, len - 1 - got)) > 0;)
+		got += (size_t)r;
+	out[got] = '\0';
+	close(fd);
+}
+
+/*
+ * trace on FILE never follows a symbolic link (one planted towards a
+ * root-owned file is refused and the file untouched), takes only a regular
+ * file, resolves a relative FILE against the caller's directory, and the
+ * daemon opens no path a client sends it.
+ */
+TEST_IMPL(ctl_trace_no_symlink)
+{
+	static const char secret[] = "root's file\n";
+	static char out[4096];
+	char dir[] = "/tmp/intrfs-test-ctl.XXXXXX", victim[64], link[64];
+	char fifo[64], rel[64], raw[64], sock[108], line[160], *got;
+	struct test_server s;
+	struct stat st;
+	struct mnt m;
+	int fd;
+
+	srv_get(&s);
+	ASSERT_NOT_NULL(mkdtemp(dir));
+	snprintf(victim, sizeof(victim), "%s/victim", dir);
+	snprintf(link, sizeof(link), "%s/link.json", dir);
+	snprintf(fifo, sizeof(fifo), "%s/fifo.json", dir);
+	snprintf(rel, sizeof(rel), "%s/rel.json", dir);
+	snprintf(raw, sizeof(raw), "%s/raw.json", dir);
+	fd = open(victim, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(write(fd, secret, sizeof(secret) - 1),
+		  (ssize_t)sizeof(secret) - 1);
+	close(fd);
+	ASSERT_EQ(symlink(victim, link), 0);
+	ASSERT_EQ(mkfifo(fifo, 0644), 0);
+	mnt_start(&m, &s, "");
+	ctl_socket(&m, sock, sizeof(sock));
+
+	ASSERT_NE(
+		ctl(out, sizeof(out),
+		    (const char *const[]){ m.dir, "trace", "on", link, NULL }),
+		0);
+	ASSERT_CONTAINS(out, "symbolic link");
+	ASSERT_NE(
+		ctl(out, sizeof(out),
+		    (const char *const[]){ m.dir, "trace", "on", fifo, NULL }),
+		0);
+	ASSERT_CONTAINS(out, "not a regular file");
+	/* Whatever the refusals did, nothing reached root's file. */
+	ASSERT_EQ(access(mpath(&m, "nothing-here"), F_OK), -1);
+	assert_same_bytes(victim, secret, sizeof(secret) - 1);
+
+	/* A relative name is the caller's: run from dir. */
+	ASSERT_EQ(chdir(dir), 0);
+	ASSERT_EQ(ctl(out, sizeof(out),
+		      (const char *const[]){ m.dir, "trace", "on", "rel.json",
+					     NULL }),
+		  0);
+	ASSERT_EQ(chdir("/"), 0);
+	ASSERT_EQ(access(mpath(&m, "nothing-either"), F_OK), -1);
+	ASSERT_EQ(ctl(out, sizeof(out),
+		      (const char *const[]){ m.dir, "trace", "off", NULL }),
+		  0);
+	ASSERT_GT(read_file(rel, &got), 0);
+	ASSERT_CONTAINS(got, "\"proc\":\"LOOKUP\"");
+	free(got);
+
+	/* A path sent without its descriptor: nothing is opened. */
+	snprintf(line, sizeof(line), "trace on %s\n", raw);
+	ask_raw(sock, line, out, sizeof(out));
+	ASSERT_CONTAINS(out, "error\n");
+	ASSERT_EQ(lstat(raw, &st), -1);
+	ASSERT_EQ(errno, ENOENT);
+
+	mnt_stop(&m);
+	unlink(rel);
+	unlink(fifo);
+	unlink(link);
+	unlink(victim);
 	rmdir(dir);
 	return 0;
 }
