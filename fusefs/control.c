@@ -18,7 +18,7 @@
  *           by policy; deferral times), and per NFS procedure the
  *           fields of mountstats' per-op lines
  *   policy P  the policy of requests from now on (those in flight keep
- *           theirs)
+ *           theirs): percall, region, sigmask, or linux as -o policy=
  *   mode M  killable, intr or nointr for requests from now on
  *   watchdog N  the hung-task watchdog's threshold, seconds (0: off)
  *   trace on FILE | trace off  the event trace (trace.c), to a file the
@@ -78,6 +78,16 @@ static const char *intr_names(unsigned bits)
 	if (bits & TASK_INTR_NORMAL)
 		return "normal";
 	return "none";
+}
+
+/* The policy new requests get, by name: "linux" for policy=linux. */
+const char *control_policy_name(struct intrfs *fs)
+{
+	/* relaxed: see req_policy. */
+	if (atomic_load_explicit(&fs->req_linux, memory_order_relaxed))
+		return "linux";
+	return region_policy_name((enum region_policy)atomic_load_explicit(
+		&fs->req_policy, memory_order_relaxed));
 }
 
 /* The caller's command name, from /proc. */
@@ -151,8 +161,7 @@ static void tasks_json(struct intrfs *fs, FILE *f)
 	fprintf(f, "{\"mountpoint\":");
 	jstr(f, fs->mountpoint);
 	fprintf(f, ",\"policy\":\"%s\",\"mode\":\"%s\",\"tasks\":[",
-		region_policy_name((enum region_policy)atomic_load_explicit(
-			&fs->req_policy, memory_order_relaxed)),
+		control_policy_name(fs),
 		nc_intr_mode_name((enum nc_intr_mode)atomic_load_explicit(
 			&fs->req_mode, memory_order_relaxed)));
 	for (size_t i = 0; i < n; i++) {
@@ -463,28 +472,60 @@ static int watchdog_set(const char *arg, FILE *f, bool table)
 	return 0;
 }
 
+/*
+ * policy P, P one of the region API's policies or linux, as -o policy=
+ * takes them: linux is percall with Linux's own waits, killable for the
+ * NFS calls and their sends whatever the mode says, uninterruptible for
+ * writes on their way.  Leaving it brings back the mode and the send's
+ * mode it replaced.
+ */
 static int policy_set(struct intrfs *fs, const char *name, FILE *f, bool table)
 {
-	enum region_policy p, was;
+	struct ctl_state *c = &fs->ctl;
+	bool linux_now = name && strcmp(name, "linux") == 0;
+	bool linux_was;
+	enum region_policy p = REGION_POLICY_PERCALL;
+	char was[16];
 
-	if (!name || region_policy_parse(name, &p) < 0) {
+	if (!name || (!linux_now && region_policy_parse(name, &p) < 0)) {
 		fprintf(f,
-			"the policy is percall, region or sigmask, not '%s'\n",
+			"the policy is percall, region, sigmask or linux, not "
+			"'%s'\n",
 			name ? name : "");
 		return -EINVAL;
 	}
+	snprintf(was, sizeof(was), "%s", control_policy_name(fs));
+	/* Written only here, on the control thread. */
+	linux_was = atomic_load_explicit(&fs->req_linux, memory_order_relaxed);
+	if (linux_now && !linux_was) {
+		c->mode_before_linux = (enum nc_intr_mode)atomic_load_explicit(
+			&fs->req_mode, memory_order_relaxed);
+		atomic_store_explicit(&fs->req_mode, (unsigned)NC_KILLABLE,
+				      memory_order_relaxed);
+		nc_client_set_intr_mode(fs->nc, NC_KILLABLE);
+		nc_client_set_send_mode(fs->nc, TASK_KILLABLE);
+		wb_set_wait_mode(TASK_UNINTERRUPTIBLE);
+	} else if (!linux_now && linux_was) {
+		atomic_store_explicit(&fs->req_mode,
+				      (unsigned)c->mode_before_linux,
+				      memory_order_relaxed);
+		nc_client_set_intr_mode(fs->nc, c->mode_before_linux);
+		nc_client_set_send_mode(fs->nc, c->send_before_linux);
+		wb_set_wait_mode(TASK_INTERRUPTIBLE);
+	}
 	/* relaxed: a request made just after may still get the old one. */
-	was = (enum region_policy)atomic_exchange_explicit(
-		&fs->req_policy, (unsigned)p, memory_order_relaxed);
+	atomic_store_explicit(&fs->req_policy, (unsigned)p,
+			      memory_order_relaxed);
+	atomic_store_explicit(&fs->req_linux, linux_now, memory_order_relaxed);
 	fprintf(stderr,
 		"intrfs: policy %s from now on (was %s), by intrfsctl\n",
-		region_policy_name(p), region_policy_name(was));
+		control_policy_name(fs), was);
 	if (table)
 		fprintf(f, "policy %s from now on (was %s)\n",
-			region_policy_name(p), region_policy_name(was));
+			control_policy_name(fs), was);
 	else
 		fprintf(f, "{\"policy\":\"%s\",\"was\":\"%s\"}\n",
-			region_policy_name(p), region_policy_name(was));
+			control_policy_name(fs), was);
 	return 0;
 }
 
@@ -496,6 +537,11 @@ static int mode_set(struct intrfs *fs, const char *name, FILE *f, bool table)
 	if (nc_intr_mode_parse(name, &m) < 0) {
 		fprintf(f, "the mode is killable, intr or nointr, not '%s'\n",
 			name ? name : "");
+		return -EINVAL;
+	}
+	if (atomic_load_explicit(&fs->req_linux, memory_order_relaxed)) {
+		fprintf(f, "policy linux waits as Linux does, killable "
+			   "whatever the mode: switch the policy first\n");
 		return -EINVAL;
 	}
 	/* relaxed: see req_policy. */
@@ -567,22 +613,52 @@ static int trace_set(struct intrfs *fs, const char *what, const char *name,
  */
 static int run_line(struct intrfs *fs, char *line, int fd, FILE *f)
 {
+	/* Each command and the words it takes (trace: on FILE, or off). */
+	static const struct {
+		const char *cmd;
+		unsigned args;
+		const char *usage;
+	} cmds[] = {
+		{ "tasks", 0, "tasks" },
+		{ "stats", 0, "stats" },
+		{ "policy", 1, "policy P" },
+		{ "mode", 1, "mode M" },
+		{ "watchdog", 1, "watchdog N" },
+		{ "trace", 2, "trace on FILE|off" },
+	};
 	char *save = NULL, *cmd = strtok_r(line, " \t\r\n", &save);
-	char *w[3] = { NULL, NULL, NULL }, *arg, *arg2;
+	char *w[3] = { NULL, NULL, NULL };
 	bool table = false;
-	unsigned n = 0;
+	unsigned n = 0, want;
+	size_t i;
 
-	/* Up to two arguments, then maybe "table". */
-	for (char *t; n < 3 && (t = strtok_r(NULL, " \t\r\n", &save));) {
+	for (char *t; (t = strtok_r(NULL, " \t\r\n", &save));) {
 		if (strcmp(t, "table") == 0)
 			table = true;
-		else
-			w[n++] = t;
+		else if (n++ < 3)
+			w[n - 1] = t;
 	}
-	arg = w[0];
-	arg2 = w[1];
 	if (!cmd) {
 		fprintf(f, "an empty request\n");
+		return -EINVAL;
+	}
+	for (i = 0;
+	     i < sizeof(cmds) / sizeof(cmds[0]) && strcmp(cmd, cmds[i].cmd);
+	     i++)
+		;
+	if (i == sizeof(cmds) / sizeof(cmds[0])) {
+		fprintf(f,
+			"unknown command '%s' (tasks, stats, policy P, mode M, "
+			"watchdog N, trace on FILE|off)\n",
+			cmd);
+		return -EINVAL;
+	}
+	want = cmds[i].args;
+	if (strcmp(cmd, "trace") == 0 && w[0] && strcmp(w[0], "off") == 0)
+		want = 1;
+	if (n != want) {
+		fprintf(f, "%s takes %s: %u word%s after '%s', not %u\n", cmd,
+			cmds[i].usage, want, want == 1 ? "" : "s", cmd, n);
 		return -EINVAL;
 	}
 	if (strcmp(cmd, "tasks") == 0) {
@@ -597,18 +673,12 @@ static int run_line(struct intrfs *fs, char *line, int fd, FILE *f)
 		return 0;
 	}
 	if (strcmp(cmd, "policy") == 0)
-		return policy_set(fs, arg, f, table);
+		return policy_set(fs, w[0], f, table);
 	if (strcmp(cmd, "watchdog") == 0)
-		return watchdog_set(arg, f, table);
+		return watchdog_set(w[0], f, table);
 	if (strcmp(cmd, "trace") == 0)
-		return trace_set(fs, arg, arg2, fd, f, table);
-	if (strcmp(cmd, "mode") == 0)
-		return mode_set(fs, arg, f, table);
-	fprintf(f,
-		"unknown command '%s' (tasks, stats, policy P, mode M, "
-		"watchdog N, trace on FILE|off)\n",
-		cmd);
-	return -EINVAL;
+		return trace_set(fs, w[0], w[1], fd, f, table);
+	return mode_set(fs, w[0], f, table);
 }
 
 /*

@@ -185,6 +185,13 @@ struct ctl_state {
 	int stop[2]; /* a byte on stop[1] ends the thread */
 	uid_t owner; /* who mounted: may ask, as root may */
 	unsigned major, minor; /* the mount's device: names the socket */
+	/*
+	 * Under policy linux switched on live, the mode and the send's mode
+	 * it replaced, brought back when it is switched off.  The control
+	 * thread's alone, but for their setting at mount.
+	 */
+	enum nc_intr_mode mode_before_linux;
+	enum task_mode send_before_linux;
 	char path[108];
 	pthread_t thread;
 };
@@ -262,6 +269,8 @@ struct intrfs {
 	 * changes may get either.
 	 */
 	_Atomic unsigned req_policy;
+	/* policy=linux: req_policy is percall, with Linux's own waits. */
+	_Atomic bool req_linux;
 	/* The same for the mount's mode (enum nc_intr_mode). */
 	_Atomic unsigned req_mode;
 };
@@ -530,6 +539,8 @@ int control_start(struct intrfs *fs);
 void control_stop(struct intrfs *fs);
 /* tasks --table and stats --table, for kill -USR1. */
 void control_dump(struct intrfs *fs, FILE *f);
+/* The policy new requests get: a region API policy's name, or "linux". */
+const char *control_policy_name(struct intrfs *fs);
 
 /* unsure.c: names an op in flight, or one that failed, may change */
 void unsure_init(struct intrfs *fs);

@@ -339,11 +339,7 @@ static void *dumper_main(void *arg)
 	while (sigwait(&set, &sig) == 0 &&
 	       !atomic_load_explicit(&dumper_stop, memory_order_acquire)) {
 		fprintf(stderr, "intrfs: tasks on %s, policy %s:\n",
-			nc_client_server(fs->nc),
-			region_policy_name(
-				(enum region_policy)atomic_load_explicit(
-					&fs->req_policy,
-					memory_order_relaxed)));
+			nc_client_server(fs->nc), control_policy_name(fs));
 		control_dump(fs, stderr);
 		fflush(stderr);
 	}
@@ -398,6 +394,11 @@ static int run(struct intrfs *fs, const struct cmdline *cl,
 	unsure_init(fs);
 	fs->ctl.fd = -1;
 	atomic_init(&fs->req_policy, (unsigned)fs->nco.policy);
+	atomic_init(&fs->req_linux, fs->nco.linux_waits);
+	fs->ctl.mode_before_linux = fs->nco.intr_mode;
+	/* policy=linux overrode send=: leaving it goes back to the default. */
+	fs->ctl.send_before_linux = fs->nco.linux_waits ? TASK_INTERRUPTIBLE :
+							  fs->nco.send_mode;
 	if (fs->nco.linux_waits)
 		wb_set_wait_mode(TASK_UNINTERRUPTIBLE);
 	atomic_init(&fs->req_mode, (unsigned)fs->nco.intr_mode);

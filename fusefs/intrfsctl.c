@@ -55,7 +55,9 @@ static void usage(FILE *f)
 		"deferral\n"
 		"               times)\n"
 		"  policy P     requests from now on run under policy P (percall,\n"
-		"               region or sigmask); those in flight keep theirs\n"
+		"               region, sigmask, or linux: percall with Linux's "
+		"own\n"
+		"               waits); those in flight keep theirs\n"
 		"  mode M       requests from now on wait as killable, intr or\n"
 		"               nointr mounts do\n"
 		"  watchdog N   the hung-task watchdog reports a request blocked\n"
@@ -78,6 +80,21 @@ static void usage(FILE *f)
 		"intrfs\n"
 		"mount there.\n");
 }
+
+/* Each command and the words it takes after its name. */
+static const struct command {
+	const char *cmd;
+	unsigned args; /* trace: 2, or 1 for "trace off" */
+	const char *usage;
+} cmds[] = {
+	{ "tasks", 0, "no argument" },
+	{ "stats", 0, "no argument" },
+	{ "policy", 1, "one policy: percall, region, sigmask or linux" },
+	{ "mode", 1, "one mode: killable, intr or nointr" },
+	{ "watchdog", 1, "one number of seconds (0: off)" },
+	{ "trace", 2, "'on FILE' or 'off'" },
+	{ NULL, 0, NULL },
+};
 
 /*
  * The intrfs mount path shows now (the top one, when mounts are stacked
@@ -281,8 +298,10 @@ int main(int argc, char **argv)
 	int tfd = -1;
 	size_t cap = 0;
 	const char *mnt = NULL, *cmd = NULL, *arg = NULL, *arg2 = NULL;
+	const struct command *c;
 	char abs[PATH_MAX];
 	bool table = false;
+	unsigned nargs = 0, want;
 	size_t got = 0;
 	int fd, n;
 
@@ -298,23 +317,18 @@ int main(int argc, char **argv)
 			mnt = argv[i];
 		else if (!cmd)
 			cmd = argv[i];
-		else if (!arg)
+		else if (nargs++ == 0)
 			arg = argv[i];
-		else if (!arg2)
+		else if (nargs == 2)
 			arg2 = argv[i];
-		else {
-			fprintf(stderr,
-				PROG ": too many arguments (see --help)\n");
-			return 2;
-		}
 	}
 	if (!mnt || !cmd) {
 		usage(stderr);
 		return 2;
 	}
-	if (strcmp(cmd, "tasks") && strcmp(cmd, "stats") &&
-	    strcmp(cmd, "policy") && strcmp(cmd, "mode") &&
-	    strcmp(cmd, "watchdog") && strcmp(cmd, "trace")) {
+	for (c = cmds; c->cmd && strcmp(cmd, c->cmd); c++)
+		;
+	if (!c->cmd) {
 		fprintf(stderr,
 			PROG ": unknown command '%s' (tasks, stats, policy P, "
 			     "mode M, watchdog N, trace on FILE|off; see "
@@ -322,8 +336,13 @@ int main(int argc, char **argv)
 			cmd);
 		return 2;
 	}
-	if (strcmp(cmd, "mode") == 0 && !arg) {
-		fprintf(stderr, PROG ": mode needs killable, intr or nointr\n");
+	want = c->args;
+	if (strcmp(cmd, "trace") == 0 && arg && strcmp(arg, "off") == 0)
+		want = 1;
+	if (nargs != want) {
+		fprintf(stderr, PROG ": %s takes %s (%s)\n", cmd, c->usage,
+			nargs < want ? "too few arguments" :
+				       "too many arguments");
 		return 2;
 	}
 	if (strcmp(cmd, "trace") == 0) {
@@ -355,15 +374,6 @@ int main(int argc, char **argv)
 				PROG ": trace takes 'on FILE' or 'off'\n");
 			return 2;
 		}
-	}
-	if (strcmp(cmd, "policy") == 0 && !arg) {
-		fprintf(stderr, PROG ": policy needs percall, region or "
-				     "sigmask\n");
-		return 2;
-	}
-	if (strcmp(cmd, "watchdog") == 0 && !arg) {
-		fprintf(stderr, PROG ": watchdog needs seconds (0: off)\n");
-		return 2;
 	}
 	if (find_mount(mnt, &m))
 		return 2;

@@ -767,6 +767,12 @@ void nc_client_set_intr_mode(nc_client_t *c, enum nc_intr_mode m)
 		nc__xprt_set_wait_mode(c->nfs, nc__wait_mode(m));
 }
 
+void nc_client_set_send_mode(nc_client_t *c, enum task_mode m)
+{
+	if (c->nfs)
+		nc__xprt_set_send_mode(c->nfs, m);
+}
+
 void nc_client_proc_stats(const nc_client_t *c, struct nc_proc_stats *st)
 {
 	for (unsigned i = 0; i < NC_NPROCS; i++) {

@@ -328,6 +328,8 @@ void nc_client_stats(const nc_client_t *c, struct nc_stats *st);
  * start from now on (a live switch, for demonstrations).
  */
 void nc_client_set_intr_mode(nc_client_t *c, enum nc_intr_mode m);
+/* The same for the send's waits (send=), for policy=linux set live. */
+void nc_client_set_send_mode(nc_client_t *c, enum task_mode m);
 /* A call in flight, as nc_client_task_calls() sees it. */
 struct nc_call_info {
 	uint32_t xid;

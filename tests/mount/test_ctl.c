@@ -333,8 +333,8 @@ TEST_IMPL(ctl_tasks_stats_policy)
 	ASSERT_EQ(ctl(out, sizeof(out),
 		      (const char *const[]){ m.dir, "policy", "fast", NULL }),
 		  1);
-	ASSERT_CONTAINS(out, "the policy is percall, region or sigmask, not "
-			     "'fast'");
+	ASSERT_CONTAINS(out, "the policy is percall, region, sigmask or linux, "
+			     "not 'fast'");
 
 	/*
 	 * Another user is refused (asking the socket as intrfsctl does: the
@@ -896,5 +896,89 @@ TEST_IMPL(ctl_trace_no_symlink)
 	unlink(link);
 	unlink(victim);
 	rmdir(dir);
+	return 0;
+}
+
+/*
+ * policy linux switched live, as -o policy=linux: a handled SIGINT no
+ * longer interrupts an intr mount's stalled read (Linux's waits are
+ * killable), mode is refused meanwhile, and leaving it brings intr back.
+ */
+TEST_IMPL(ctl_policy_linux)
+{
+	static char out[4096];
+	struct test_server s;
+	struct mnt m;
+
+	srv_get(&s);
+	mnt_start(&m, &s, "hard,intr,policy=percall");
+	put_file(&m, 65536);
+	ASSERT(read_interrupted(&m, &s));
+	ASSERT_EQ(ctl(out, sizeof(out),
+		      (const char *const[]){ m.dir, "policy", "linux", NULL }),
+		  0);
+	ASSERT_CONTAINS(out, "{\"policy\":\"linux\",\"was\":\"percall\"}");
+	ASSERT_EQ(ctl(out, sizeof(out),
+		      (const char *const[]){ m.dir, "tasks", NULL }),
+		  0);
+	ASSERT_CONTAINS(out, "\"policy\":\"linux\",\"mode\":\"killable\"");
+	ASSERT(!read_interrupted(&m, &s));
+	ASSERT_EQ(ctl(out, sizeof(out),
+		      (const char *const[]){ m.dir, "mode", "intr", NULL }),
+		  1);
+	ASSERT_CONTAINS(out, "switch the policy first");
+	ASSERT_EQ(
+		ctl(out, sizeof(out),
+		    (const char *const[]){ m.dir, "policy", "percall", NULL }),
+		0);
+	ASSERT_CONTAINS(out, "{\"policy\":\"percall\",\"was\":\"linux\"}");
+	ASSERT(read_interrupted(&m, &s));
+	mnt_stop(&m);
+	return 0;
+}
+
+/*
+ * A word too many or too few is refused, by intrfsctl and by the daemon,
+ * and changes nothing.
+ */
+TEST_IMPL(ctl_extra_arguments)
+{
+	static const char *const bad[][4] = {
+		{ "watchdog", "1", "2", NULL },
+		{ "tasks", "x", NULL },
+		{ "policy", "region", "x", NULL },
+		{ "trace", "off", "x", NULL },
+		{ "mode", NULL },
+	};
+	static const char *const raw[] = { "watchdog 1 2\n", "stats x\n",
+					   "policy region x\n", "mode\n" };
+	static char out[4096];
+	struct test_server s;
+	struct mnt m;
+	char sock[108];
+
+	srv_get(&s);
+	mnt_start(&m, &s, "hung_timeout=0");
+	ctl_socket(&m, sock, sizeof(sock));
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		const char *args[6] = { m.dir };
+
+		for (size_t k = 0; bad[i][k]; k++)
+			args[k + 1] = bad[i][k];
+		ASSERT_EQ(ctl(out, sizeof(out), args), 2);
+		ASSERT_CONTAINS(out, " takes ");
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(raw); i++) {
+		ask_raw(sock, raw[i], out, sizeof(out));
+		if (strncmp(out, "error\n", 6) != 0)
+			TEST__FAIL("the daemon took '%.*s': %s",
+				   (int)strlen(raw[i]) - 1, raw[i], out);
+		ASSERT_CONTAINS(out, " takes ");
+	}
+	/* The refused watchdog line did not switch it on. */
+	mnt_read_log(&m, out, sizeof(out));
+	if (strstr(out, "hung-task watchdog at"))
+		TEST__FAIL("a refused request acted:\n%s", out);
+	mnt_stop(&m);
 	return 0;
 }
