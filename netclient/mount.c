@@ -755,6 +755,11 @@ const char *nc_client_server(const nc_client_t *c)
 	return c->server;
 }
 
+unsigned nc_client_nfs_port(const nc_client_t *c)
+{
+	return c->nfs_port;
+}
+
 unsigned nc_client_task_calls(nc_client_t *c, const task_t *t,
 			      struct nc_call_info *out, unsigned max)
 {

@@ -322,6 +322,8 @@ unsigned nc_client_rsize(const nc_client_t *c);
 unsigned nc_client_wsize(const nc_client_t *c);
 const struct nc_opts *nc_client_opts(const nc_client_t *c);
 const char *nc_client_server(const nc_client_t *c);
+/* The NFS port mounted: port=, or rpcbind's answer. */
+unsigned nc_client_nfs_port(const nc_client_t *c);
 void nc_client_stats(const nc_client_t *c, struct nc_stats *st);
 /*
  * The mount's intr/killable/nointr mode for the NFS calls' waits that
