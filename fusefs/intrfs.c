@@ -92,8 +92,11 @@ static int redirect_logs(const struct intrfs *fs)
 	dup2(null, 1);
 	close(null);
 	if (fs->o.logfile) {
+		/* The daemon may be root: never through a symbolic link. */
 		int fd = open(fs->o.logfile,
-			      O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+			      O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC |
+				      O_NOFOLLOW,
+			      0644);
 
 		if (fd < 0)
 			return -errno;
