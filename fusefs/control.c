@@ -1,8 +1,13 @@
 /*
  * The control endpoint: what intrfsctl asks a live mount (ctl.h has the
  * address and the protocol).  One thread accepts on a Unix socket and
- * answers one request per connection, from root or the user that mounted
- * (SO_PEERCRED); anyone else is told so and nothing more.
+ * answers one request per connection.  Who connects is checked at accept
+ * (SO_PEERCRED): root and the user that mounted are served, anyone else is
+ * told so and closed at once, before a byte of theirs is read.  Clients
+ * are served side by side on one poll() loop, without blocking: each has
+ * CTL_CLIENT_NS to send its line and take its answer, and when all
+ * CTL_CLIENTS slots are taken the one nearest its deadline makes room, so
+ * no client holds the others.
  *
  *   tasks   every request in flight: its op, caller, age, the wait its
  *           task is in (per-call mode and what the regions and the policy
@@ -13,18 +18,21 @@
  *           by policy; deferral times), and per NFS procedure the
  *           fields of mountstats' per-op lines
  *   policy P  the policy of requests from now on (those in flight keep
- *           theirs)
+ *           theirs): percall, region, sigmask, or linux as -o policy=
  *   mode M  killable, intr or nointr for requests from now on
  *   watchdog N  the hung-task watchdog's threshold, seconds (0: off)
- *   trace on FILE | trace off  the event trace (trace.c)
+ *   trace on FILE | trace off  the event trace (trace.c), to a file the
+ *           client opened and sent (SCM_RIGHTS)
  *
  * It reads the jobs in flight under watch.lock (interrupt.c) and snapshots
  * their tasks, which the region API allows from any thread.  The socket is
- * made at mount and removed at unmount.
+ * made at mount and removed at unmount; sockets that daemons which died
+ * left are removed by the next mount that starts.
  */
 #include "ctl.h"
 #include "fusefs_i.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -35,8 +43,15 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/un.h>
 #include <unistd.h>
+
+/* Clients served at once; each has this long to ask and be answered. */
+#define CTL_CLIENTS 16
+#define CTL_CLIENT_NS 2000000000ull
+/* Connections the kernel queues before accept(): a flood waits there. */
+#define CTL_BACKLOG 64
 
 /* A reply being written: a memstream. */
 struct out {
@@ -63,6 +78,16 @@ static const char *intr_names(unsigned bits)
 	if (bits & TASK_INTR_NORMAL)
 		return "normal";
 	return "none";
+}
+
+/* The policy new requests get, by name: "linux" for policy=linux. */
+const char *control_policy_name(struct intrfs *fs)
+{
+	/* relaxed: see req_policy. */
+	if (atomic_load_explicit(&fs->req_linux, memory_order_relaxed))
+		return "linux";
+	return region_policy_name((enum region_policy)atomic_load_explicit(
+		&fs->req_policy, memory_order_relaxed));
 }
 
 /* The caller's command name, from /proc. */
@@ -136,8 +161,7 @@ static void tasks_json(struct intrfs *fs, FILE *f)
 	fprintf(f, "{\"mountpoint\":");
 	jstr(f, fs->mountpoint);
 	fprintf(f, ",\"policy\":\"%s\",\"mode\":\"%s\",\"tasks\":[",
-		region_policy_name((enum region_policy)atomic_load_explicit(
-			&fs->req_policy, memory_order_relaxed)),
+		control_policy_name(fs),
 		nc_intr_mode_name((enum nc_intr_mode)atomic_load_explicit(
 			&fs->req_mode, memory_order_relaxed)));
 	for (size_t i = 0; i < n; i++) {
@@ -462,28 +486,60 @@ static int watchdog_set(const char *arg, FILE *f, bool table)
 	return 0;
 }
 
+/*
+ * policy P, P one of the region API's policies or linux, as -o policy=
+ * takes them: linux is percall with Linux's own waits, killable for the
+ * NFS calls and their sends whatever the mode says, uninterruptible for
+ * writes on their way.  Leaving it brings back the mode and the send's
+ * mode it replaced.
+ */
 static int policy_set(struct intrfs *fs, const char *name, FILE *f, bool table)
 {
-	enum region_policy p, was;
+	struct ctl_state *c = &fs->ctl;
+	bool linux_now = name && strcmp(name, "linux") == 0;
+	bool linux_was;
+	enum region_policy p = REGION_POLICY_PERCALL;
+	char was[16];
 
-	if (!name || region_policy_parse(name, &p) < 0) {
+	if (!name || (!linux_now && region_policy_parse(name, &p) < 0)) {
 		fprintf(f,
-			"the policy is percall, region or sigmask, not '%s'\n",
+			"the policy is percall, region, sigmask or linux, not "
+			"'%s'\n",
 			name ? name : "");
 		return -EINVAL;
 	}
+	snprintf(was, sizeof(was), "%s", control_policy_name(fs));
+	/* Written only here, on the control thread. */
+	linux_was = atomic_load_explicit(&fs->req_linux, memory_order_relaxed);
+	if (linux_now && !linux_was) {
+		c->mode_before_linux = (enum nc_intr_mode)atomic_load_explicit(
+			&fs->req_mode, memory_order_relaxed);
+		atomic_store_explicit(&fs->req_mode, (unsigned)NC_KILLABLE,
+				      memory_order_relaxed);
+		nc_client_set_intr_mode(fs->nc, NC_KILLABLE);
+		nc_client_set_send_mode(fs->nc, TASK_KILLABLE);
+		wb_set_wait_mode(TASK_UNINTERRUPTIBLE);
+	} else if (!linux_now && linux_was) {
+		atomic_store_explicit(&fs->req_mode,
+				      (unsigned)c->mode_before_linux,
+				      memory_order_relaxed);
+		nc_client_set_intr_mode(fs->nc, c->mode_before_linux);
+		nc_client_set_send_mode(fs->nc, c->send_before_linux);
+		wb_set_wait_mode(TASK_INTERRUPTIBLE);
+	}
 	/* relaxed: a request made just after may still get the old one. */
-	was = (enum region_policy)atomic_exchange_explicit(
-		&fs->req_policy, (unsigned)p, memory_order_relaxed);
+	atomic_store_explicit(&fs->req_policy, (unsigned)p,
+			      memory_order_relaxed);
+	atomic_store_explicit(&fs->req_linux, linux_now, memory_order_relaxed);
 	fprintf(stderr,
 		"intrfs: policy %s from now on (was %s), by intrfsctl\n",
-		region_policy_name(p), region_policy_name(was));
+		control_policy_name(fs), was);
 	if (table)
 		fprintf(f, "policy %s from now on (was %s)\n",
-			region_policy_name(p), region_policy_name(was));
+			control_policy_name(fs), was);
 	else
 		fprintf(f, "{\"policy\":\"%s\",\"was\":\"%s\"}\n",
-			region_policy_name(p), region_policy_name(was));
+			control_policy_name(fs), was);
 	return 0;
 }
 
@@ -495,6 +551,11 @@ static int mode_set(struct intrfs *fs, const char *name, FILE *f, bool table)
 	if (nc_intr_mode_parse(name, &m) < 0) {
 		fprintf(f, "the mode is killable, intr or nointr, not '%s'\n",
 			name ? name : "");
+		return -EINVAL;
+	}
+	if (atomic_load_explicit(&fs->req_linux, memory_order_relaxed)) {
+		fprintf(f, "policy linux waits as Linux does, killable "
+			   "whatever the mode: switch the policy first\n");
 		return -EINVAL;
 	}
 	/* relaxed: see req_policy. */
@@ -512,9 +573,14 @@ static int mode_set(struct intrfs *fs, const char *name, FILE *f, bool table)
 	return 0;
 }
 
-/* trace on FILE | trace off. */
-static int trace_set(struct intrfs *fs, const char *what, const char *path,
-		     FILE *f, bool table)
+/*
+ * trace on NAME | trace off.  The file comes as a descriptor the client
+ * opened (fd; -1: none came): the daemon opens no path a client names,
+ * so a relative name is the client's and its rights are the client's.
+ * NAME only says which file it is, in the answer and the log.
+ */
+static int trace_set(struct intrfs *fs, const char *what, const char *name,
+		     int fd, FILE *f, bool table)
 {
 	int rc;
 
@@ -524,50 +590,89 @@ static int trace_set(struct intrfs *fs, const char *what, const char *path,
 		fprintf(f, table ? "trace off\n" : "{\"trace\":null}\n");
 		return 0;
 	}
-	if (!what || strcmp(what, "on") != 0 || !path || path[0] != '/') {
-		fprintf(f, "trace takes 'on /ABSOLUTE/FILE' or 'off'\n");
+	if (!what || strcmp(what, "on") != 0 || !name) {
+		fprintf(f, "trace takes 'on FILE' or 'off'\n");
 		return -EINVAL;
 	}
-	rc = trace_on(path, fs->mountpoint);
+	if (fd < 0) {
+		fprintf(f, "trace on takes the file's descriptor with the "
+			   "request (intrfsctl sends it): the daemon opens "
+			   "no path it is given\n");
+		return -EINVAL;
+	}
+	rc = trace_on_fd(fd, makedev(fs->ctl.major, fs->ctl.minor));
 	if (rc) {
-		fprintf(f, "cannot write the trace to %s: %s\n", path,
+		fprintf(f, "cannot write the trace to %s: %s\n", name,
 			rc == -EXDEV ?
 				"it is on this mount (its lines would be "
 				"requests to trace)" :
-			rc == -EINVAL ? "not a regular file" :
+			rc == -EINVAL ? "not a regular file open for writing" :
 					strerror(-rc));
 		return rc;
 	}
-	fprintf(stderr, "intrfs: trace to %s, by intrfsctl\n", path);
+	fprintf(stderr, "intrfs: trace to %s, by intrfsctl\n", name);
 	if (table)
-		fprintf(f, "trace to %s\n", path);
+		fprintf(f, "trace to %s\n", name);
 	else {
 		fprintf(f, "{\"trace\":");
-		jstr(f, path);
+		jstr(f, name);
 		fprintf(f, "}\n");
 	}
 	return 0;
 }
 
-/* Runs one request line; the answer's text goes to f. */
-static int run_line(struct intrfs *fs, char *line, FILE *f)
+/*
+ * Runs one request line, with the descriptor that came with it (-1:
+ * none); the answer's text goes to f.
+ */
+static int run_line(struct intrfs *fs, char *line, int fd, FILE *f)
 {
+	/* Each command and the words it takes (trace: on FILE, or off). */
+	static const struct {
+		const char *cmd;
+		unsigned args;
+		const char *usage;
+	} cmds[] = {
+		{ "tasks", 0, "tasks" },
+		{ "stats", 0, "stats" },
+		{ "policy", 1, "policy P" },
+		{ "mode", 1, "mode M" },
+		{ "watchdog", 1, "watchdog N" },
+		{ "trace", 2, "trace on FILE|off" },
+	};
 	char *save = NULL, *cmd = strtok_r(line, " \t\r\n", &save);
-	char *w[3] = { NULL, NULL, NULL }, *arg, *arg2;
+	char *w[3] = { NULL, NULL, NULL };
 	bool table = false;
-	unsigned n = 0;
+	unsigned n = 0, want;
+	size_t i;
 
-	/* Up to two arguments, then maybe "table". */
-	for (char *t; n < 3 && (t = strtok_r(NULL, " \t\r\n", &save));) {
+	for (char *t; (t = strtok_r(NULL, " \t\r\n", &save));) {
 		if (strcmp(t, "table") == 0)
 			table = true;
-		else
-			w[n++] = t;
+		else if (n++ < 3)
+			w[n - 1] = t;
 	}
-	arg = w[0];
-	arg2 = w[1];
 	if (!cmd) {
 		fprintf(f, "an empty request\n");
+		return -EINVAL;
+	}
+	for (i = 0;
+	     i < sizeof(cmds) / sizeof(cmds[0]) && strcmp(cmd, cmds[i].cmd);
+	     i++)
+		;
+	if (i == sizeof(cmds) / sizeof(cmds[0])) {
+		fprintf(f,
+			"unknown command '%s' (tasks, stats, policy P, mode M, "
+			"watchdog N, trace on FILE|off)\n",
+			cmd);
+		return -EINVAL;
+	}
+	want = cmds[i].args;
+	if (strcmp(cmd, "trace") == 0 && w[0] && strcmp(w[0], "off") == 0)
+		want = 1;
+	if (n != want) {
+		fprintf(f, "%s takes %s: %u word%s after '%s', not %u\n", cmd,
+			cmds[i].usage, want, want == 1 ? "" : "s", cmd, n);
 		return -EINVAL;
 	}
 	if (strcmp(cmd, "tasks") == 0) {
@@ -582,154 +687,449 @@ static int run_line(struct intrfs *fs, char *line, FILE *f)
 		return 0;
 	}
 	if (strcmp(cmd, "policy") == 0)
-		return policy_set(fs, arg, f, table);
+		return policy_set(fs, w[0], f, table);
 	if (strcmp(cmd, "watchdog") == 0)
-		return watchdog_set(arg, f, table);
+		return watchdog_set(w[0], f, table);
 	if (strcmp(cmd, "trace") == 0)
-		return trace_set(fs, arg, arg2, f, table);
-	if (strcmp(cmd, "mode") == 0)
-		return mode_set(fs, arg, f, table);
-	fprintf(f,
-		"unknown command '%s' (tasks, stats, policy P, mode M, "
-		"watchdog N, trace on FILE|off)\n",
-		cmd);
-	return -EINVAL;
+		return trace_set(fs, w[0], w[1], fd, f, table);
+	return mode_set(fs, w[0], f, table);
 }
 
-static void write_all(int fd, const char *p, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, p, len);
+/*
+ * A client being served: its request read, then its answer written, each
+ * without blocking the others and before its deadline.
+ */
+struct client {
+	int fd; /* -1: the slot is free */
+	int passed; /* a descriptor that came with the request, or -1 */
+	uint64_t deadline_ns;
+	size_t got; /* bytes of line read */
+	char line[CTL_LINE_MAX];
+	char *out; /* the answer; NULL while the request is read */
+	size_t out_len, out_off;
+};
 
-		if (n < 0 && errno == EINTR)
+static void client_close(struct client *c)
+{
+	close(c->fd);
+	if (c->passed >= 0)
+		close(c->passed);
+	free(c->out);
+	memset(c, 0, sizeof(*c));
+	c->fd = c->passed = -1;
+}
+
+/*
+ * Reads what the client sent, and a descriptor that came with it (only
+ * the first is kept).  Returns recv()'s result.
+ */
+static ssize_t client_recv(struct client *c)
+{
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int) * 4)];
+	} u;
+	struct iovec iov = { c->line + c->got, sizeof(c->line) - 1 - c->got };
+	struct msghdr mh = { .msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = u.buf,
+			     .msg_controllen = sizeof(u.buf) };
+	ssize_t n = recvmsg(c->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+
+	if (n < 0)
+		return n;
+	for (struct cmsghdr *h = CMSG_FIRSTHDR(&mh); h;
+	     h = CMSG_NXTHDR(&mh, h)) {
+		size_t nfd;
+		int fds[4];
+
+		if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS)
 			continue;
-		if (n <= 0)
-			return;
-		p += n;
-		len -= (size_t)n;
+		nfd = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		if (nfd > 4)
+			nfd = 4;
+		memcpy(fds, CMSG_DATA(h), nfd * sizeof(int));
+		for (size_t i = 0; i < nfd; i++) {
+			if (c->passed < 0)
+				c->passed = fds[i];
+			else
+				close(fds[i]);
+		}
 	}
+	return n;
 }
 
-static void serve(struct intrfs *fs, int cfd)
+/*
+ * Whether the peer may ask: root, or the user who mounted.  Anyone else
+ * is told so at once, without a byte of theirs read: a client that sends
+ * nothing never holds the endpoint.
+ */
+static bool peer_allowed(struct intrfs *fs, int cfd)
 {
-	struct timeval tv = { 2, 0 };
 	struct ucred cred;
 	socklen_t cl = sizeof(cred);
-	char line[CTL_LINE_MAX];
-	size_t got = 0;
+	char msg[160];
+	int n;
+
+	if (getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) == 0 &&
+	    (cred.uid == 0 || cred.uid == fs->ctl.owner))
+		return true;
+	n = snprintf(msg, sizeof(msg),
+		     "error\nonly root and the user who mounted (uid %u) may "
+		     "ask this mount\n",
+		     (unsigned)fs->ctl.owner);
+	/* An empty socket buffer takes it whole; else it is lost. */
+	(void)!send(cfd, msg, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL);
+	return false;
+}
+
+/* The request is whole: runs it and makes the answer. */
+static void client_answer(struct intrfs *fs, struct client *c)
+{
 	struct out o = { NULL, NULL, 0 };
+	const char *head;
 	int rc;
 
-	setsockopt(cfd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	setsockopt(cfd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	/* The request first, so that a refusal is read, not a broken pipe. */
-	while (got + 1 < sizeof(line)) {
-		ssize_t n = read(cfd, line + got, sizeof(line) - 1 - got);
+	c->line[c->got] = '\0';
+	o.f = open_memstream(&o.buf, &o.len);
+	if (!o.f) {
+		client_close(c);
+		return;
+	}
+	rc = run_line(fs, c->line, c->passed, o.f);
+	fclose(o.f);
+	head = rc ? "error\n" : "ok\n";
+	c->out_len = strlen(head) + o.len;
+	c->out = malloc(c->out_len);
+	if (c->out) {
+		memcpy(c->out, head, strlen(head));
+		memcpy(c->out + strlen(head), o.buf, o.len);
+	}
+	free(o.buf);
+	if (!c->out)
+		client_close(c);
+}
 
-		if (n < 0 && errno == EINTR)
-			continue;
+/* What poll() said about c: reads its request, or writes its answer. */
+static void client_step(struct intrfs *fs, struct client *c)
+{
+	ssize_t n;
+
+	if (!c->out) {
+		n = client_recv(c);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		if (n < 0) {
+			client_close(c);
+			return;
+		}
+		c->got += (size_t)n;
+		/* A line, the end of what it sends, or all the room. */
+		if (n > 0 && !memchr(c->line, '\n', c->got) &&
+		    c->got + 1 < sizeof(c->line))
+			return;
+		client_answer(fs, c);
+		if (!c->out)
+			return;
+	}
+	while (c->out_off < c->out_len) {
+		n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off,
+			 MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
 		if (n <= 0)
 			break;
-		got += (size_t)n;
-		if (memchr(line, '\n', got))
-			break;
+		c->out_off += (size_t)n;
 	}
-	line[got] = '\0';
-	if (getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0 ||
-	    (cred.uid != 0 && cred.uid != fs->ctl.owner)) {
-		char msg[160];
-		int n = snprintf(msg, sizeof(msg),
-				 "error\nonly root and the user who mounted "
-				 "(uid %u) may ask this mount\n",
-				 (unsigned)fs->ctl.owner);
+	client_close(c);
+}
 
-		write_all(cfd, msg, (size_t)n);
-		return;
+/* A free slot, or the one closest to its deadline made free. */
+static struct client *client_slot(struct client *cl)
+{
+	struct client *oldest = &cl[0];
+
+	for (unsigned i = 0; i < CTL_CLIENTS; i++) {
+		if (cl[i].fd < 0)
+			return &cl[i];
+		if (cl[i].deadline_ns < oldest->deadline_ns)
+			oldest = &cl[i];
 	}
-	o.f = open_memstream(&o.buf, &o.len);
-	if (!o.f)
-		return;
-	rc = run_line(fs, line, o.f);
-	fclose(o.f);
-	write_all(cfd, rc ? "error\n" : "ok\n", rc ? 6 : 3);
-	write_all(cfd, o.buf, o.len);
-	free(o.buf);
+	client_close(oldest);
+	return oldest;
+}
+
+/* Every connection waiting: refused at once, or given a slot. */
+static void accept_all(struct intrfs *fs, struct client *cl)
+{
+	for (;;) {
+		int cfd = accept4(fs->ctl.fd, NULL, NULL,
+				  SOCK_CLOEXEC | SOCK_NONBLOCK);
+		struct client *c;
+
+		if (cfd < 0)
+			return;
+		if (!peer_allowed(fs, cfd)) {
+			close(cfd);
+			continue;
+		}
+		c = client_slot(cl);
+		c->fd = cfd;
+		c->passed = -1;
+		c->deadline_ns = region_now_ns() + CTL_CLIENT_NS;
+		/* Its request is usually there already: answered now. */
+		client_step(fs, c);
+	}
 }
 
 static void *control_main(void *arg)
 {
 	struct intrfs *fs = arg;
-	struct pollfd p[2] = { { fs->ctl.fd, POLLIN, 0 },
-			       { fs->ctl.stop[0], POLLIN, 0 } };
+	struct client cl[CTL_CLIENTS];
+	struct pollfd p[2 + CTL_CLIENTS];
+	struct client *of[2 + CTL_CLIENTS];
 
+	for (unsigned i = 0; i < CTL_CLIENTS; i++) {
+		memset(&cl[i], 0, sizeof(cl[i]));
+		cl[i].fd = cl[i].passed = -1;
+	}
 	for (;;) {
-		int cfd;
+		uint64_t now = region_now_ns(), next = UINT64_MAX;
+		nfds_t n = 2;
+		int timeout;
 
-		if (poll(p, 2, -1) < 0) {
+		p[0] = (struct pollfd){ fs->ctl.fd, POLLIN, 0 };
+		p[1] = (struct pollfd){ fs->ctl.stop[0], POLLIN, 0 };
+		for (unsigned i = 0; i < CTL_CLIENTS; i++) {
+			if (cl[i].fd < 0)
+				continue;
+			if (cl[i].deadline_ns <= now) {
+				client_close(&cl[i]);
+				continue;
+			}
+			if (cl[i].deadline_ns < next)
+				next = cl[i].deadline_ns;
+			of[n] = &cl[i];
+			p[n++] = (struct pollfd){ cl[i].fd,
+						  cl[i].out ? POLLOUT : POLLIN,
+						  0 };
+		}
+		timeout = next == UINT64_MAX ?
+				  -1 :
+				  (int)((next - now + 999999) / 1000000);
+		if (poll(p, n, timeout) < 0) {
 			if (errno == EINTR)
 				continue;
 			break;
 		}
 		if (p[1].revents)
 			break;
-		cfd = accept4(fs->ctl.fd, NULL, NULL, SOCK_CLOEXEC);
-		if (cfd < 0)
-			continue;
-		serve(fs, cfd);
-		close(cfd);
+		for (nfds_t i = 2; i < n; i++)
+			if (p[i].revents)
+				client_step(fs, of[i]);
+		if (p[0].revents)
+			accept_all(fs, cl);
 	}
+	for (unsigned i = 0; i < CTL_CLIENTS; i++)
+		if (cl[i].fd >= 0)
+			client_close(&cl[i]);
 	return NULL;
+}
+
+/* The socket closed and its name removed, at unmount. */
+static void control_stop_listening(struct intrfs *fs)
+{
+	close(fs->ctl.fd);
+	fs->ctl.fd = -1;
+	unlink(fs->ctl.path);
+}
+
+/*
+ * What is at path: 0 nothing, 1 a socket nobody listens on (its daemon
+ * died), -EADDRINUSE a live one, -EEXIST something that is not a socket
+ * (not ours to remove), or -errno.
+ */
+static int socket_state(const char *path)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	struct stat st;
+	int fd, rc;
+
+	if (lstat(path, &st) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (!S_ISSOCK(st.st_mode))
+		return -EEXIST;
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	rc = connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0 ? 0 : -errno;
+	close(fd);
+	/* A full backlog (EAGAIN) is a live daemon too. */
+	if (rc == 0 || rc == -EAGAIN)
+		return -EADDRINUSE;
+	return rc == -ECONNREFUSED ? 1 : rc;
+}
+
+/*
+ * Removes from dir the sockets daemons that died left (nobody listens on
+ * them): a mount that starts cleans up after every one that did not stop.
+ */
+static void sweep_stale(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	char path[108];
+
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		size_t n = strlen(e->d_name);
+
+		if (strncmp(e->d_name, "ctl-", 4) != 0 || n < 9 ||
+		    strcmp(e->d_name + n - 5, ".sock") != 0 ||
+		    (size_t)snprintf(path, sizeof(path), "%s/%s", dir,
+				     e->d_name) >= sizeof(path))
+			continue;
+		if (socket_state(path) == 1 && unlink(path) == 0)
+			fprintf(stderr,
+				"intrfs: removed %s: its daemon is gone\n",
+				path);
+	}
+	closedir(d);
+}
+
+/*
+ * The directory of the sockets, made if missing: root's in /run, open to
+ * all (anyone may connect, to be told whether they may ask); a user's in
+ * that user's runtime directory, which a login session makes (-ENXIO
+ * without it), open to that user and root only.  Either must be its
+ * owner's alone.
+ */
+static int ctl_dir_make(const char *dir, uid_t uid)
+{
+	char runtime[64];
+	struct stat st;
+
+	if (uid != 0) {
+		snprintf(runtime, sizeof(runtime), CTL_USER_RUNTIME,
+			 (unsigned)uid);
+		if (lstat(runtime, &st) < 0)
+			return errno == ENOENT ? -ENXIO : -errno;
+	}
+	if (mkdir(dir, uid ? 0700 : 0755) < 0 && errno != EEXIST)
+		return -errno;
+	if (lstat(dir, &st) < 0)
+		return -errno;
+	if (!S_ISDIR(st.st_mode) || st.st_uid != uid ||
+	    (st.st_mode & (S_IWGRP | S_IWOTH)))
+		return -EPERM;
+	return 0;
+}
+
+/*
+ * The socket, made listening under a name of its own and then renamed to
+ * its place: a client, or a daemon looking for sockets left by dead ones,
+ * never finds it there and not listening.
+ */
+static int ctl_listen(struct intrfs *fs)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	int n;
+
+	n = snprintf(a.sun_path, sizeof(a.sun_path), "%s.%d", fs->ctl.path,
+		     (int)getpid());
+	if (n < 0 || (size_t)n >= sizeof(a.sun_path))
+		return -ENAMETOOLONG;
+	fs->ctl.fd =
+		socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fs->ctl.fd < 0)
+		return -errno;
+	unlink(a.sun_path);
+	/* Anyone may connect, to be told whether they may ask. */
+	if (bind(fs->ctl.fd, (struct sockaddr *)&a, sizeof(a)) < 0)
+		goto fail;
+	if (chmod(a.sun_path, fs->ctl.owner ? 0600 : 0666) < 0 ||
+	    listen(fs->ctl.fd, CTL_BACKLOG) < 0 ||
+	    rename(a.sun_path, fs->ctl.path) < 0) {
+		int err = -errno;
+
+		unlink(a.sun_path);
+		errno = -err;
+		goto fail;
+	}
+	return 0;
+fail:
+	n = -errno;
+	close(fs->ctl.fd);
+	fs->ctl.fd = -1;
+	return n;
 }
 
 int control_start(struct intrfs *fs)
 {
-	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	struct ctl_mount m;
+	char dir[64];
 	int rc;
 
 	fs->ctl.fd = -1;
 	fs->ctl.owner = getuid();
-	ctl_path(fs->mountpoint, fs->ctl.path, sizeof(fs->ctl.path));
-	if (mkdir(CTL_DIR, 0755) < 0 && errno != EEXIST)
-		return -errno;
-	if (pipe2(fs->ctl.stop, O_CLOEXEC) < 0)
-		return -errno;
-	fs->ctl.fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fs->ctl.fd < 0) {
-		rc = -errno;
-		goto fail;
+	fs->ctl.path[0] = '\0';
+	/* Ours is the last intrfs mount there: it was just made. */
+	rc = ctl_mount_on(fs->mountpoint, "fuse.intrfs", &m);
+	if (rc) {
+		fprintf(stderr,
+			"intrfs: no control endpoint for intrfsctl: the mount "
+			"on %s is not in /proc/self/mountinfo (%s)\n",
+			fs->mountpoint, strerror(-rc));
+		return rc;
 	}
-	snprintf(a.sun_path, sizeof(a.sun_path), "%s", fs->ctl.path);
-	/* A live daemon's socket stays; one a daemon that died left goes. */
-	if (connect(fs->ctl.fd, (struct sockaddr *)&a, sizeof(a)) == 0) {
-		close(fs->ctl.fd);
-		fs->ctl.fd = -1;
-		rc = -EADDRINUSE;
-		goto fail;
-	}
-	close(fs->ctl.fd);
-	fs->ctl.fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fs->ctl.fd < 0) {
-		rc = -errno;
-		goto fail;
-	}
-	unlink(fs->ctl.path);
-	/* Anyone may connect, to be told whether they may ask. */
-	if (bind(fs->ctl.fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
-	    chmod(fs->ctl.path, 0666) < 0 || listen(fs->ctl.fd, 8) < 0) {
-		rc = -errno;
-		goto fail;
-	}
-	rc = -pthread_create(&fs->ctl.thread, NULL, control_main, fs);
+	fs->ctl.major = m.major;
+	fs->ctl.minor = m.minor;
+	ctl_dir(fs->ctl.owner, dir, sizeof(dir));
+	ctl_path(fs->ctl.owner, m.major, m.minor, fs->ctl.path,
+		 sizeof(fs->ctl.path));
+	rc = ctl_dir_make(dir, fs->ctl.owner);
 	if (rc == 0)
-		return 0;
-fail:
-	if (fs->ctl.fd >= 0) {
-		close(fs->ctl.fd);
-		unlink(fs->ctl.path);
+		sweep_stale(dir);
+	if (rc == 0) {
+		rc = socket_state(fs->ctl.path);
+		/* A socket whose daemon died is replaced: rename() does. */
+		if (rc == 1)
+			rc = 0;
 	}
-	fs->ctl.fd = -1;
-	close(fs->ctl.stop[0]);
-	close(fs->ctl.stop[1]);
+	if (rc == 0 && pipe2(fs->ctl.stop, O_CLOEXEC) < 0)
+		rc = -errno;
+	if (rc == 0) {
+		rc = ctl_listen(fs);
+		if (rc) {
+			close(fs->ctl.stop[0]);
+			close(fs->ctl.stop[1]);
+		}
+	}
+	if (rc == 0) {
+		rc = -pthread_create(&fs->ctl.thread, NULL, control_main, fs);
+		if (rc) {
+			control_stop_listening(fs);
+			close(fs->ctl.stop[0]);
+			close(fs->ctl.stop[1]);
+		}
+	}
+	if (rc)
+		fprintf(stderr,
+			"intrfs: no control endpoint for intrfsctl at %s: %s\n",
+			fs->ctl.path,
+			rc == -ENXIO ?
+				"this user has no runtime directory "
+				"(/run/user/UID, which a login session "
+				"makes)" :
+			rc == -EPERM ?
+				"its directory is not a directory of this "
+				"user's alone" :
+			rc == -EEXIST ?
+				"something that is not a socket is there" :
+			rc == -EADDRINUSE ? "a live daemon answers there" :
+					    strerror(-rc));
 	return rc;
 }
 
@@ -739,9 +1139,7 @@ void control_stop(struct intrfs *fs)
 		return;
 	(void)!write(fs->ctl.stop[1], "x", 1);
 	pthread_join(fs->ctl.thread, NULL);
-	close(fs->ctl.fd);
-	unlink(fs->ctl.path);
+	control_stop_listening(fs);
 	close(fs->ctl.stop[0]);
 	close(fs->ctl.stop[1]);
-	fs->ctl.fd = -1;
 }

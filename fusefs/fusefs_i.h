@@ -218,6 +218,14 @@ struct ctl_state {
 	int fd; /* the listening socket; -1: none */
 	int stop[2]; /* a byte on stop[1] ends the thread */
 	uid_t owner; /* who mounted: may ask, as root may */
+	unsigned major, minor; /* the mount's device: names the socket */
+	/*
+	 * Under policy linux switched on live, the mode and the send's mode
+	 * it replaced, brought back when it is switched off.  The control
+	 * thread's alone, but for their setting at mount.
+	 */
+	enum nc_intr_mode mode_before_linux;
+	enum task_mode send_before_linux;
 	char path[108];
 	pthread_t thread;
 };
@@ -327,6 +335,8 @@ struct intrfs {
 	 * changes may get either.
 	 */
 	_Atomic unsigned req_policy;
+	/* policy=linux: req_policy is percall, with Linux's own waits. */
+	_Atomic bool req_linux;
 	/* The same for the mount's mode (enum nc_intr_mode). */
 	_Atomic unsigned req_mode;
 };
@@ -597,10 +607,17 @@ void json_escape(char *out, size_t len, const char *s);
 /* trace.c: the event trace; trace_init() once, before the session */
 int trace_init(void);
 /*
- * The trace to path, a regular file not under mountpoint: 0, or -EINVAL
- * (not absolute, not a regular file), -EXDEV (on the mount), -errno.
+ * The trace to path, a regular file not under mountpoint, opened without
+ * following a symbolic link: 0, or -EINVAL (not absolute, not a regular
+ * file), -ELOOP (a symbolic link), -EXDEV (on the mount), -errno.
  */
 int trace_on(const char *path, const char *mountpoint);
+/*
+ * The trace to fd (a caller opened it for writing; it stays the caller's),
+ * a regular file not on the mount's device mount_dev: 0, or -EINVAL,
+ * -EXDEV, -errno.
+ */
+int trace_on_fd(int fd, dev_t mount_dev);
 void trace_off(void);
 
 /* control.c: the endpoint intrfsctl talks to (ctl.h) */
@@ -608,6 +625,8 @@ int control_start(struct intrfs *fs);
 void control_stop(struct intrfs *fs);
 /* tasks --table and stats --table, for kill -USR1. */
 void control_dump(struct intrfs *fs, FILE *f);
+/* The policy new requests get: a region API policy's name, or "linux". */
+const char *control_policy_name(struct intrfs *fs);
 
 /* unsure.c: names an op in flight, or one that failed, may change */
 void unsure_init(struct intrfs *fs);

@@ -13,7 +13,6 @@
  * It takes no lock; the dumper thread only reads (the task list through
  * the region library, counters relaxed).
  */
-#include "ctl.h"
 #include "fusefs_i.h"
 
 #include <errno.h>
@@ -93,8 +92,11 @@ static int redirect_logs(const struct intrfs *fs)
 	dup2(null, 1);
 	close(null);
 	if (fs->o.logfile) {
+		/* The daemon may be root: never through a symbolic link. */
 		int fd = open(fs->o.logfile,
-			      O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+			      O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC |
+				      O_NOFOLLOW,
+			      0644);
 
 		if (fd < 0)
 			return -errno;
@@ -382,11 +384,7 @@ static void *dumper_main(void *arg)
 	while (sigwait(&set, &sig) == 0 &&
 	       !atomic_load_explicit(&dumper_stop, memory_order_acquire)) {
 		fprintf(stderr, "intrfs: tasks on %s, policy %s:\n",
-			nc_client_server(fs->nc),
-			region_policy_name(
-				(enum region_policy)atomic_load_explicit(
-					&fs->req_policy,
-					memory_order_relaxed)));
+			nc_client_server(fs->nc), control_policy_name(fs));
 		control_dump(fs, stderr);
 		fflush(stderr);
 	}
@@ -433,6 +431,8 @@ static int run(struct intrfs *fs, const struct cmdline *cl,
 			fs->o.trace ? fs->o.trace : "/dev/null",
 			rc == -EXDEV  ? "it is on the mount point" :
 			rc == -EINVAL ? "not a regular file" :
+			rc == -ELOOP  ? "a symbolic link (name the file "
+					"itself)" :
 					strerror(-rc));
 		return rc;
 	}
@@ -440,6 +440,11 @@ static int run(struct intrfs *fs, const struct cmdline *cl,
 	unsure_init(fs);
 	fs->ctl.fd = -1;
 	atomic_init(&fs->req_policy, (unsigned)fs->nco.policy);
+	atomic_init(&fs->req_linux, fs->nco.linux_waits);
+	fs->ctl.mode_before_linux = fs->nco.intr_mode;
+	/* policy=linux overrode send=: leaving it goes back to the default. */
+	fs->ctl.send_before_linux = fs->nco.linux_waits ? TASK_INTERRUPTIBLE :
+							  fs->nco.send_mode;
 	if (fs->nco.linux_waits)
 		wb_set_wait_mode(TASK_UNINTERRUPTIBLE);
 	atomic_init(&fs->req_mode, (unsigned)fs->nco.intr_mode);
@@ -492,14 +497,8 @@ static int run(struct intrfs *fs, const struct cmdline *cl,
 	}
 	if (pthread_create(&dumper, NULL, dumper_main, fs) != 0)
 		dumper = 0;
-	rc = control_start(fs);
-	if (rc)
-		fprintf(stderr,
-			PROG ": no control endpoint for intrfsctl in " CTL_DIR
-			     ": %s\n",
-			rc == -EADDRINUSE ? "another intrfs mount on this "
-					    "mount point has it" :
-					    strerror(-rc));
+	/* Without it the mount still works: control_start() says why. */
+	(void)control_start(fs);
 
 	/*
 	 * The parent-death signal is the main thread's, which the loop

@@ -1,12 +1,16 @@
 /*
  * intrfsctl: asks a live intrfs mount what it is doing (ctl.h).  Finds
- * the mount in /proc/self/mountinfo, so that a path that is not an intrfs
- * mount gets an error saying what it is instead, then sends one request to
- * the daemon's control socket and prints the answer.
+ * the mount a path shows now by its device (the top one of mounts stacked
+ * there), looks it up in /proc/self/mountinfo, so that a path that is not
+ * an intrfs mount gets an error saying what it is instead, then sends one
+ * request to the daemon's control socket and prints the answer.  It never
+ * waits on the mount itself: a mount whose server stalls is the one to
+ * ask about.
  */
 #include "ctl.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -14,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -50,7 +55,9 @@ static void usage(FILE *f)
 		"deferral\n"
 		"               times)\n"
 		"  policy P     requests from now on run under policy P (percall,\n"
-		"               region or sigmask); those in flight keep theirs\n"
+		"               region, sigmask, or linux: percall with Linux's "
+		"own\n"
+		"               waits); those in flight keep theirs\n"
 		"  mode M       requests from now on wait as killable, intr or\n"
 		"               nointr mounts do\n"
 		"  watchdog N   the hung-task watchdog reports a request blocked\n"
@@ -60,7 +67,12 @@ static void usage(FILE *f)
 		"a\n"
 		"               line: region begin and end, interrupt raised,\n"
 		"               deferred, delivered; retransmit, major timeout,\n"
-		"               reset, reply (also -o trace=FILE at mount)\n"
+		"               reset, reply (also -o trace=FILE at mount).  FILE "
+		"is\n"
+		"               opened here, with your rights, and sent to the "
+		"daemon:\n"
+		"               a regular file, not a symbolic link, not on the "
+		"mount\n"
 		"\n"
 		"Only root and the user who mounted may ask.  Exit status: 0 "
 		"answered,\n"
@@ -69,59 +81,227 @@ static void usage(FILE *f)
 		"mount there.\n");
 }
 
+/* Each command and the words it takes after its name. */
+static const struct command {
+	const char *cmd;
+	unsigned args; /* trace: 2, or 1 for "trace off" */
+	const char *usage;
+} cmds[] = {
+	{ "tasks", 0, "no argument" },
+	{ "stats", 0, "no argument" },
+	{ "policy", 1, "one policy: percall, region, sigmask or linux" },
+	{ "mode", 1, "one mode: killable, intr or nointr" },
+	{ "watchdog", 1, "one number of seconds (0: off)" },
+	{ "trace", 2, "'on FILE' or 'off'" },
+	{ NULL, 0, NULL },
+};
+
 /*
- * Whether path is the mount point of an intrfs mount; if not, what is
- * there (in what, for the message).
+ * The intrfs mount path shows now (the top one, when mounts are stacked
+ * there), found by its device: statx() without asking the filesystem
+ * (AT_STATX_DONT_SYNC), so that a mount whose server stalls, or whose
+ * daemon died, is still found.  Returns 0, or 2 with the message printed.
  */
-static bool is_intrfs(const char *path, char *what, size_t len)
+static int find_mount(const char *path, struct ctl_mount *m)
 {
-	FILE *f = fopen("/proc/self/mountinfo", "r");
-	char line[4096];
-	bool found = false;
+	struct statx stx;
+	bool root;
+	int rc;
 
-	snprintf(what, len, "not a mount point");
-	if (!f)
-		return false;
-	while (fgets(line, sizeof(line), f)) {
-		char mnt[PATH_MAX], fstype[256];
-		const char *sep = strstr(line, " - ");
-
-		/* id parent maj:min root mountpoint ... - fstype source ... */
-		if (!sep || sscanf(line, "%*s %*s %*s %*s %4095s", mnt) != 1 ||
-		    sscanf(sep + 3, "%255s", fstype) != 1)
-			continue;
-		/* Octal escapes (\040 for a space) as the kernel writes. */
-		for (char *r = mnt, *w = mnt;; r++, w++) {
-			if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' &&
-			    r[2] >= '0' && r[2] <= '7' && r[3] >= '0' &&
-			    r[3] <= '7') {
-				*w = (char)((r[1] - '0') * 64 +
-					    (r[2] - '0') * 8 + (r[3] - '0'));
-				r += 3;
-			} else {
-				*w = *r;
-			}
-			if (!*r)
-				break;
-		}
-		if (strcmp(mnt, path) != 0)
-			continue;
-		/* The last mount on a point is the one seen there. */
-		found = strcmp(fstype, "fuse.intrfs") == 0;
-		snprintf(what, len, "a %s mount", fstype);
+	/*
+	 * Asking for no field at all: FUSE then answers with the device even
+	 * to root on a user's mount without allow_other.
+	 */
+	if (statx(AT_FDCWD, path, AT_STATX_DONT_SYNC | AT_NO_AUTOMOUNT, 0,
+		  &stx) < 0) {
+		fprintf(stderr, PROG ": %s: %s\n", path, strerror(errno));
+		return 2;
 	}
-	fclose(f);
-	return found;
+	if (stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) {
+		root = stx.stx_attributes & STATX_ATTR_MOUNT_ROOT;
+	} else {
+		/* Older kernels: its parent is on another device. */
+		char up[PATH_MAX];
+		struct statx pst;
+
+		snprintf(up, sizeof(up), "%s/..", path);
+		root = statx(AT_FDCWD, up, AT_STATX_DONT_SYNC, 0, &pst) == 0 &&
+		       (pst.stx_dev_major != stx.stx_dev_major ||
+			pst.stx_dev_minor != stx.stx_dev_minor);
+	}
+	rc = root ? ctl_mount_of_dev(stx.stx_dev_major, stx.stx_dev_minor, m) :
+		    -ENOENT;
+	if (rc == -ENOENT) {
+		fprintf(stderr,
+			PROG ": %s is not an intrfs mount (not a mount "
+			     "point)\n",
+			path);
+		return 2;
+	}
+	if (rc) {
+		fprintf(stderr, PROG ": /proc/self/mountinfo: %s\n",
+			strerror(-rc));
+		return 2;
+	}
+	if (strcmp(m->fstype, "fuse.intrfs") != 0) {
+		fprintf(stderr,
+			PROG ": %s is not an intrfs mount (a %s mount)\n", path,
+			m->fstype);
+		return 2;
+	}
+	return 0;
+}
+
+/*
+ * Connects to the daemon of mount m; returns the socket, or -1 with the
+ * message printed, saying what was found at the socket's place.
+ */
+static int reach(const struct ctl_mount *m, const char *path)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	uid_t owner = m->owner == (uid_t)-1 ? 0 : m->owner;
+	struct ucred cred;
+	socklen_t cl = sizeof(cred);
+	int fd, err;
+
+	ctl_path(owner, m->major, m->minor, a.sun_path, sizeof(a.sun_path));
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		fprintf(stderr, PROG ": socket: %s\n", strerror(errno));
+		return -1;
+	}
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+		err = errno;
+		close(fd);
+		if (err == ECONNREFUSED)
+			fprintf(stderr,
+				PROG ": the control socket %s of %s is left by "
+				     "a daemon that is gone (nobody listens on "
+				     "it): the mount's daemon died; umount %s "
+				     "(the next intrfs mount removes the "
+				     "socket)\n",
+				a.sun_path, path, m->point);
+		else if (err == ENOENT)
+			fprintf(stderr,
+				PROG ": %s has no control socket (no %s): its "
+				     "daemon made none, its log says why\n",
+				path, a.sun_path);
+		else
+			fprintf(stderr,
+				PROG ": cannot reach the daemon of %s at %s: "
+				     "%s\n",
+				path, a.sun_path, strerror(err));
+		return -1;
+	}
+	/* Only the mount's own daemon is asked. */
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0 ||
+	    (cred.uid != 0 && cred.uid != owner)) {
+		fprintf(stderr,
+			PROG ": %s is served by uid %u, neither root nor the "
+			     "user who mounted %s (uid %u): not asked\n",
+			a.sun_path, (unsigned)cred.uid, path, (unsigned)owner);
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/*
+ * The trace file, opened here with the caller's rights and sent to the
+ * daemon as a descriptor: never through a symbolic link, only a regular
+ * file, and not on the mount m (each line would be a request to trace).
+ * A relative name is the caller's.  Returns the descriptor, or -1 with the
+ * message printed.
+ */
+static int open_trace(const char *file, const struct ctl_mount *m)
+{
+	char dir[PATH_MAX], *slash;
+	struct statx stx;
+	struct stat st;
+	int fd;
+
+	if (lstat(file, &st) == 0 && S_ISLNK(st.st_mode)) {
+		fprintf(stderr,
+			PROG ": %s is a symbolic link: refused (name the file "
+			     "itself)\n",
+			file);
+		return -1;
+	}
+	/* The directory it is in, asked without waiting on a mount. */
+	snprintf(dir, sizeof(dir), "%s", file);
+	slash = strrchr(dir, '/');
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == dir)
+		dir[1] = '\0';
+	else
+		*slash = '\0';
+	if (statx(AT_FDCWD, dir, AT_STATX_DONT_SYNC, 0, &stx) == 0 &&
+	    stx.stx_dev_major == m->major && stx.stx_dev_minor == m->minor) {
+		fprintf(stderr,
+			PROG ": cannot write the trace to %s: it is on this "
+			     "mount (its lines would be requests to trace)\n",
+			file);
+		return -1;
+	}
+	fd = open(file,
+		  O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_NONBLOCK |
+			  O_NOCTTY | O_CLOEXEC,
+		  0644);
+	if (fd < 0) {
+		fprintf(stderr, PROG ": %s: %s\n", file,
+			errno == ELOOP ? "a symbolic link: refused (name the "
+					 "file itself)" :
+			errno == ENXIO ? "not a regular file" :
+					 strerror(errno));
+		return -1;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		fprintf(stderr, PROG ": %s: not a regular file\n", file);
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* The request line, with the descriptor fd when it is not -1. */
+static void send_request(int sock, const char *req, size_t len, int fd)
+{
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} u;
+	struct iovec iov = { (void *)req, len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+	if (fd >= 0) {
+		struct cmsghdr *h;
+
+		memset(&u, 0, sizeof(u));
+		mh.msg_control = u.buf;
+		mh.msg_controllen = sizeof(u.buf);
+		h = CMSG_FIRSTHDR(&mh);
+		h->cmsg_level = SOL_SOCKET;
+		h->cmsg_type = SCM_RIGHTS;
+		h->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(h), &fd, sizeof(int));
+	}
+	/* A daemon that refused at once closed: its answer is still read. */
+	(void)!sendmsg(sock, &mh, MSG_NOSIGNAL);
 }
 
 int main(int argc, char **argv)
 {
-	struct sockaddr_un a = { .sun_family = AF_UNIX };
-	char real[PATH_MAX], what[300], req[CTL_LINE_MAX], *buf = NULL;
+	struct ctl_mount m;
+	char req[CTL_LINE_MAX], *buf = NULL;
+	const char *trace_file = NULL;
+	int tfd = -1;
 	size_t cap = 0;
 	const char *mnt = NULL, *cmd = NULL, *arg = NULL, *arg2 = NULL;
+	const struct command *c;
 	char abs[PATH_MAX];
 	bool table = false;
+	unsigned nargs = 0, want;
 	size_t got = 0;
 	int fd, n;
 
@@ -137,23 +317,18 @@ int main(int argc, char **argv)
 			mnt = argv[i];
 		else if (!cmd)
 			cmd = argv[i];
-		else if (!arg)
+		else if (nargs++ == 0)
 			arg = argv[i];
-		else if (!arg2)
+		else if (nargs == 2)
 			arg2 = argv[i];
-		else {
-			fprintf(stderr,
-				PROG ": too many arguments (see --help)\n");
-			return 2;
-		}
 	}
 	if (!mnt || !cmd) {
 		usage(stderr);
 		return 2;
 	}
-	if (strcmp(cmd, "tasks") && strcmp(cmd, "stats") &&
-	    strcmp(cmd, "policy") && strcmp(cmd, "mode") &&
-	    strcmp(cmd, "watchdog") && strcmp(cmd, "trace")) {
+	for (c = cmds; c->cmd && strcmp(cmd, c->cmd); c++)
+		;
+	if (!c->cmd) {
 		fprintf(stderr,
 			PROG ": unknown command '%s' (tasks, stats, policy P, "
 			     "mode M, watchdog N, trace on FILE|off; see "
@@ -161,8 +336,13 @@ int main(int argc, char **argv)
 			cmd);
 		return 2;
 	}
-	if (strcmp(cmd, "mode") == 0 && !arg) {
-		fprintf(stderr, PROG ": mode needs killable, intr or nointr\n");
+	want = c->args;
+	if (strcmp(cmd, "trace") == 0 && arg && strcmp(arg, "off") == 0)
+		want = 1;
+	if (nargs != want) {
+		fprintf(stderr, PROG ": %s takes %s (%s)\n", cmd, c->usage,
+			nargs < want ? "too few arguments" :
+				       "too many arguments");
 		return 2;
 	}
 	if (strcmp(cmd, "trace") == 0) {
@@ -173,7 +353,8 @@ int main(int argc, char **argv)
 					"cannot be sent: choose another\n");
 				return 2;
 			}
-			/* The daemon's working directory is not ours. */
+			trace_file = arg2;
+			/* The name the daemon logs: ours, made absolute. */
 			if (arg2[0] != '/') {
 				char cwd[PATH_MAX];
 
@@ -194,33 +375,16 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (strcmp(cmd, "policy") == 0 && !arg) {
-		fprintf(stderr, PROG ": policy needs percall, region or "
-				     "sigmask\n");
+	if (find_mount(mnt, &m))
 		return 2;
+	if (trace_file) {
+		tfd = open_trace(trace_file, &m);
+		if (tfd < 0)
+			return 1;
 	}
-	if (strcmp(cmd, "watchdog") == 0 && !arg) {
-		fprintf(stderr, PROG ": watchdog needs seconds (0: off)\n");
+	fd = reach(&m, mnt);
+	if (fd < 0)
 		return 2;
-	}
-	if (!realpath(mnt, real)) {
-		fprintf(stderr, PROG ": %s: %s\n", mnt, strerror(errno));
-		return 2;
-	}
-	if (!is_intrfs(real, what, sizeof(what))) {
-		fprintf(stderr, PROG ": %s is not an intrfs mount (%s)\n", real,
-			what);
-		return 2;
-	}
-	ctl_path(real, a.sun_path, sizeof(a.sun_path));
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
-		fprintf(stderr,
-			PROG ": cannot reach the daemon of %s at %s: %s (is it "
-			     "an intrfs older than its control endpoint?)\n",
-			real, a.sun_path, strerror(errno));
-		return 2;
-	}
 	n = snprintf(req, sizeof(req), "%s%s%s%s%s%s\n", cmd, arg ? " " : "",
 		     arg ? arg : "", arg2 ? " " : "", arg2 ? arg2 : "",
 		     table ? " table" : "");
@@ -230,7 +394,9 @@ int main(int argc, char **argv)
 	}
 	/* A daemon that answered at once (a refusal) closed: read it. */
 	signal(SIGPIPE, SIG_IGN);
-	(void)!write(fd, req, (size_t)n);
+	send_request(fd, req, (size_t)n, tfd);
+	if (tfd >= 0)
+		close(tfd);
 	for (;;) {
 		ssize_t r;
 

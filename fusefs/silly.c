@@ -10,9 +10,10 @@
  *
  * Whether a name is an open file takes a LOOKUP, made only while some file
  * is open on the mount.  Each hidden name is also written to a journal,
- * /run/intrfs/silly-SERVER (one line: pid uid gid handle name), so that
- * when a daemon dies with files open, the next mount of that server
- * removes what it left; an unmount removes what a failed removal left.
+ * /run/intrfs/silly-SERVER-PORT-EXPORTHASH (one line: pid uid gid handle
+ * name), one per server address, NFS port and export, so that when a
+ * daemon dies with files open, the next mount of that export removes what
+ * it left; an unmount removes what a failed removal left.
  * Both log what they could not remove.
  *
  * It never holds a lock across a call to the server or a journal edit.
@@ -355,9 +356,16 @@ static bool daemon_alive(pid_t pid)
 	return strncmp(comm, "intrfs", 6) == 0;
 }
 
+/*
+ * The journal of this server and export: its address, its NFS port and a
+ * hash of the export, so that two servers on one host, or two exports of
+ * one server, never share one (a line sent to the wrong server gets
+ * ESTALE, which would drop it, and its name would never be removed).
+ */
 static void journal_path(struct intrfs *fs)
 {
 	const char *server = nc_client_server(fs->nc);
+	uint64_t h = 14695981039346656037ull; /* FNV-1a */
 	char path[512];
 	size_t n;
 
@@ -368,10 +376,15 @@ static void journal_path(struct intrfs *fs)
 			JOURNAL_DIR, strerror(errno));
 		return;
 	}
+	for (const unsigned char *p =
+		     (const unsigned char *)nc_client_export(fs->nc);
+	     *p; p++)
+		h = (h ^ *p) * 1099511628211ull;
 	n = (size_t)snprintf(path, sizeof(path), JOURNAL_DIR "/silly-");
-	for (const char *s = server; *s && n < sizeof(path) - 1; s++)
+	for (const char *s = server; *s && n < sizeof(path) - 64; s++)
 		path[n++] = (*s == '/' || *s == ' ') ? '_' : *s;
-	path[n] = '\0';
+	snprintf(path + n, sizeof(path) - n, "-%u-%016" PRIx64,
+		 nc_client_nfs_port(fs->nc), h);
 	fs->silly.journal = strdup(path);
 }
 

@@ -9,11 +9,15 @@
  * held, so they must not wait on anything of ours: each line is formatted
  * on the stack and written with one write() to a descriptor opened
  * O_APPEND, which keeps lines whole.  So the file must be a regular file
- * off the mount (trace_on() refuses the others): a line written to the
- * mount itself would be a request that begins a region, whose line...  That descriptor (slot) stays open
- * for the daemon's life: switching the trace off points it at /dev/null
- * with dup2(), so a hook that is writing as it happens never writes to a
- * descriptor that was closed and reused.
+ * off the mount (trace_on() and trace_on_fd() refuse the others): a line
+ * written to the mount itself would be a request that begins a region,
+ * whose line...  The file of -o trace= is opened here, never through a
+ * symbolic link (the daemon may be root); the file of "intrfsctl trace on"
+ * is opened by the one who asks, with their rights, and comes as a
+ * descriptor.  That descriptor (slot) stays open for the daemon's life:
+ * switching the trace off points it at /dev/null with dup2(), so a hook
+ * that is writing as it happens never writes to a descriptor that was
+ * closed and reused.
  */
 #include "fusefs_i.h"
 
@@ -160,6 +164,36 @@ int trace_init(void)
 	return 0;
 }
 
+/* Traces to fd from now on; fd stays the caller's. */
+static int trace_use(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	/* O_APPEND keeps each line whole (see above). */
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_APPEND | O_NONBLOCK) < 0 ||
+	    dup3(fd, slot, O_CLOEXEC) < 0)
+		return -errno;
+	atomic_store_explicit(&t0, region_now_ns(), memory_order_relaxed);
+	atomic_store_explicit(&on, true, memory_order_relaxed);
+	return 0;
+}
+
+int trace_on_fd(int fd, dev_t mount_dev)
+{
+	struct stat st;
+
+	if (slot < 0)
+		return -ENODEV;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode) ||
+	    (fcntl(fd, F_GETFL) & O_ACCMODE) == O_RDONLY)
+		return -EINVAL;
+	if (st.st_dev == mount_dev)
+		return -EXDEV;
+	return trace_use(fd);
+}
+
 int trace_on(const char *path, const char *mountpoint)
 {
 	size_t ml = strlen(mountpoint);
@@ -194,26 +228,19 @@ int trace_on(const char *path, const char *mountpoint)
 	free(real);
 	if (rc)
 		return rc;
+	/* Never through a symbolic link: the daemon may be root. */
 	fd = open(path,
 		  O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NONBLOCK |
-			  O_NOCTTY,
+			  O_NOCTTY | O_NOFOLLOW,
 		  0644);
 	if (fd < 0)
 		return -errno;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return -EINVAL;
-	}
-	if (dup3(fd, slot, O_CLOEXEC) < 0) {
-		int err = -errno;
-
-		close(fd);
-		return err;
-	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		rc = -EINVAL;
+	else
+		rc = trace_use(fd);
 	close(fd);
-	atomic_store_explicit(&t0, region_now_ns(), memory_order_relaxed);
-	atomic_store_explicit(&on, true, memory_order_relaxed);
-	return 0;
+	return rc;
 }
 
 void trace_off(void)

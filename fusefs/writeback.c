@@ -72,16 +72,33 @@ struct extent {
  * The mode of the waits for writes on their way (and for the locks that
  * order them): interruptible, the per-call choice the policies build on,
  * or uninterruptible under policy=linux, as Linux's folio_wait_writeback().
- * Set once, before the first request.
+ * Set at mount and by intrfsctl's policy switch: waits that start after a
+ * switch take the new mode (relaxed: one more wait with the old one does
+ * not matter).
  */
-static enum task_mode wb_mode = TASK_INTERRUPTIBLE;
+static _Atomic unsigned wb_mode_v = TASK_INTERRUPTIBLE;
 /* A write waiting for room: killable there (balance_dirty_pages()). */
-static enum task_mode wb_room_mode = TASK_INTERRUPTIBLE;
+static _Atomic unsigned wb_room_mode_v = TASK_INTERRUPTIBLE;
+
+static enum task_mode wb_mode(void)
+{
+	return (enum task_mode)atomic_load_explicit(&wb_mode_v,
+						    memory_order_relaxed);
+}
+
+static enum task_mode wb_room_mode(void)
+{
+	return (enum task_mode)atomic_load_explicit(&wb_room_mode_v,
+						    memory_order_relaxed);
+}
 
 void wb_set_wait_mode(enum task_mode m)
 {
-	wb_mode = m;
-	wb_room_mode = m == TASK_UNINTERRUPTIBLE ? TASK_KILLABLE : m;
+	atomic_store_explicit(&wb_mode_v, (unsigned)m, memory_order_relaxed);
+	atomic_store_explicit(
+		&wb_room_mode_v,
+		(unsigned)(m == TASK_UNINTERRUPTIBLE ? TASK_KILLABLE : m),
+		memory_order_relaxed);
 }
 
 void wb_node_init(struct wb_node *w)
@@ -182,11 +199,12 @@ int wb_wait_sent(struct node *n, uint64_t off, size_t len)
 
 	if (!needs_sync(w))
 		return 0;
-	rc = task_mutex_lock(&w->lock, wb_mode, TASK_FOREVER);
+	rc = task_mutex_lock(&w->lock, wb_mode(), TASK_FOREVER);
 	if (rc)
 		return rc;
 	while (rc == 0 && overlaps(w->sending, off, len))
-		rc = task_cond_wait(&w->cond, &w->lock, wb_mode, TASK_FOREVER);
+		rc = task_cond_wait(&w->cond, &w->lock, wb_mode(),
+				    TASK_FOREVER);
 	task_mutex_unlock(&w->lock); /* held again, whatever the wait said */
 	return rc;
 }
@@ -196,11 +214,12 @@ static int wait_writes(struct wb_node *w)
 {
 	int rc;
 
-	rc = task_mutex_lock(&w->lock, wb_mode, TASK_FOREVER);
+	rc = task_mutex_lock(&w->lock, wb_mode(), TASK_FOREVER);
 	if (rc)
 		return rc;
 	while (rc == 0 && w->busy)
-		rc = task_cond_wait(&w->cond, &w->lock, wb_mode, TASK_FOREVER);
+		rc = task_cond_wait(&w->cond, &w->lock, wb_mode(),
+				    TASK_FOREVER);
 	task_mutex_unlock(&w->lock);
 	return rc;
 }
@@ -242,7 +261,7 @@ int wb_truncate(struct job *j, struct node *n, const struct nc_sattr *sa,
 		struct nc_attr *a)
 {
 	struct wb_node *w = &n->wb;
-	int rc = task_mutex_lock(&w->commit_lock, wb_mode, TASK_FOREVER);
+	int rc = task_mutex_lock(&w->commit_lock, wb_mode(), TASK_FOREVER);
 
 	if (rc)
 		return rc;
@@ -306,7 +325,7 @@ static int commit_dirty(struct job *j, struct node *n)
 	size_t bytes;
 	int rc;
 
-	rc = task_mutex_lock(&w->commit_lock, wb_mode, TASK_FOREVER);
+	rc = task_mutex_lock(&w->commit_lock, wb_mode(), TASK_FOREVER);
 	if (rc)
 		return rc;
 	task_mutex_lock_nofail(&w->lock);
@@ -418,13 +437,13 @@ int wb_write(struct job *j, struct node *n)
 		if (rc)
 			return rc;
 	}
-	rc = task_mutex_lock(&w->lock, wb_room_mode, TASK_FOREVER);
+	rc = task_mutex_lock(&w->lock, wb_room_mode(), TASK_FOREVER);
 	if (rc)
 		return rc;
 	/* In order after overlapping writes, and not too many at once. */
 	while (!w->write_error && (overlaps(w->sending, e->off, e->len) ||
 				   sending_full(j->fs, w, e->len))) {
-		rc = task_cond_wait(&w->cond, &w->lock, wb_room_mode,
+		rc = task_cond_wait(&w->cond, &w->lock, wb_room_mode(),
 				    TASK_FOREVER);
 		if (rc) {
 			task_mutex_unlock(&w->lock);

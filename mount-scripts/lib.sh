@@ -7,9 +7,10 @@
 # It owns the messages (die, warn, say, prefixed with the script's name),
 # the pid checks (is a pid alive, is it the process we started: its own
 # /proc entry, never a search by name), the time helpers (milliseconds,
-# polls with a deadline and sub-second sleeps, stopping a pid), and the
-# registry of the servers start-server started (REGISTRY_DIR, its lock,
-# its entries, the pid files in a run dir).
+# polls with a deadline and sub-second sleeps, stopping a pid), the check
+# that a directory a script writes in as root is its own (private_dir),
+# and the registry of the servers start-server started (REGISTRY_DIR, its
+# lock, its entries, the pid files in a run dir).
 #
 # It never runs anything when sourced (it only defines), never signals a
 # process it has not checked by pid, and never finds one by a name
@@ -60,6 +61,24 @@ say() {
 # shellcheck disable=SC2120 # the reason is optional
 check_root() {
     ((EUID == 0)) || die "must be run as root${1:+ ($1)}"
+}
+
+# private_dir DIR: makes DIR (0755) if it is missing, then dies unless it
+# is a directory, not a symbolic link, of ours, that nobody else may write
+# in.  A script run as root writes files in DIR by their names: in a
+# directory others may write in (/tmp), a name could be planted there
+# first, a symbolic link towards a file of root's.
+private_dir() {
+    local dir=$1 owner mode
+    [[ -L $dir ]] && die "$dir is a symbolic link: not writing in it"
+    [[ -e $dir ]] || mkdir -m 0755 -p -- "$dir" 2>/dev/null || die "cannot create $dir"
+    [[ -d $dir && ! -L $dir ]] || die "$dir is not a directory"
+    read -r owner mode < <(stat -c '%u %a' -- "$dir")
+    [[ $owner == "$EUID" ]] ||
+        die "$dir belongs to uid $owner, not to uid $EUID: not writing in it"
+    ((8#$mode & 8#022)) &&
+        die "others may write in $dir (mode $mode): not writing in it"
+    return 0
 }
 
 # Dies unless VALUE (of environment variable NAME) is a whole number.
@@ -173,6 +192,7 @@ registry_run_dirs() {
 # Runs "$@" while holding the registry lock that start-server and
 # stop-server share (fd 9, never passed to daemons).
 with_registry_lock() {
+    private_dir "$REGISTRY_DIR"
     mkdir -p "$REGISTRY_DIR/instances"
     (
         flock -w 60 9 || die "could not lock $REGISTRY_DIR/lock"

@@ -782,6 +782,11 @@ const char *nc_client_server(const nc_client_t *c)
 	return c->server;
 }
 
+unsigned nc_client_nfs_port(const nc_client_t *c)
+{
+	return c->nfs_port;
+}
+
 unsigned nc_client_task_calls(nc_client_t *c, const task_t *t,
 			      struct nc_call_info *out, unsigned max)
 {
@@ -794,6 +799,12 @@ void nc_client_set_intr_mode(nc_client_t *c, enum nc_intr_mode m)
 		nc__xprt_set_wait_mode(c->nfs, nc__wait_mode(m));
 	if (c->nlm)
 		nc__xprt_set_wait_mode(c->nlm, nc__wait_mode(m));
+}
+
+void nc_client_set_send_mode(nc_client_t *c, enum task_mode m)
+{
+	if (c->nfs)
+		nc__xprt_set_send_mode(c->nfs, m);
 }
 
 void nc_client_proc_stats(const nc_client_t *c, struct nc_proc_stats *st)

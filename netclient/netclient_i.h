@@ -137,6 +137,8 @@ void nc__xprt_destroy(struct nc__xprt *x);
 uint64_t nc__xprt_idle_ns(struct nc__xprt *x);
 /* The mode of the waits that start from now on (a live mode switch). */
 void nc__xprt_set_wait_mode(struct nc__xprt *x, enum task_mode mode);
+/* The same for the send primitive's waits (send=). */
+void nc__xprt_set_send_mode(struct nc__xprt *x, enum task_mode mode);
 /* Task t's calls in flight with an XID (at most max); how many. */
 unsigned nc__xprt_task_calls(struct nc__xprt *x, const task_t *t,
 			     struct nc_call_info *out, unsigned max);

@@ -330,6 +330,19 @@ void nc__xprt_set_wait_mode(struct nc__xprt *x, enum task_mode mode)
 			      memory_order_relaxed);
 }
 
+static enum task_mode send_mode_of(const struct nc__xprt *x)
+{
+	/* relaxed: as wait_mode_of(). */
+	return (enum task_mode)atomic_load_explicit(&x->send_mode,
+						    memory_order_relaxed);
+}
+
+void nc__xprt_set_send_mode(struct nc__xprt *x, enum task_mode mode)
+{
+	atomic_store_explicit(&x->send_mode, (unsigned)mode,
+			      memory_order_relaxed);
+}
+
 /* The event hook (netclient.h); the argument is set before the function. */
 static _Atomic(void (*)(const struct nc_event *, void *)) event_fn;
 static void *_Atomic event_arg;
@@ -650,7 +663,7 @@ static int send_record(struct nc__xprt *x, struct nc__call *call, int fd,
 		 * The socket-send primitive: wait for room, interruptible as
 		 * the kernel's sendmsg() unless send= made it otherwise.
 		 */
-		rc = task_wait_fd(fd, POLLOUT, x->send_mode,
+		rc = task_wait_fd(fd, POLLOUT, send_mode_of(x),
 				  !partial && deadline ? until(deadline) :
 				  partial && giveup    ? until(giveup) :
 							 TASK_FOREVER,
@@ -789,7 +802,7 @@ static int xprt_send_pending(struct nc__xprt *x, struct nc__call *calls,
 		task_mutex_unlock(&x->lock);
 
 		/* Part of the send: its mode too (send=). */
-		rc = task_mutex_lock(&x->send_lock, x->send_mode,
+		rc = task_mutex_lock(&x->send_lock, send_mode_of(x),
 				     until(call->deadline_ns));
 		if (rc == 0) {
 			bool current;
@@ -1177,7 +1190,7 @@ int nc__xprt_create(const struct nc__xprt_cfg *cfg, struct nc__xprt **out)
 	x->vers = cfg->vers;
 	x->timeout = cfg->timeout;
 	atomic_init(&x->wait_mode, (unsigned)cfg->wait_mode);
-	x->send_mode = cfg->send_mode;
+	atomic_init(&x->send_mode, (unsigned)cfg->send_mode);
 	x->slots = cfg->slots;
 	x->stats = cfg->stats;
 	x->pstats = cfg->pstats;

@@ -83,7 +83,8 @@ struct nc__xprt {
 	uint32_t prog, vers;
 	/* Of every wait but the send's; set live by nc_client_set_intr_mode. */
 	_Atomic unsigned wait_mode;
-	enum task_mode send_mode; /* of the send primitive's (send=) */
+	/* Of the send primitive's (send=); set live, as wait_mode. */
+	_Atomic unsigned send_mode;
 	unsigned slots;
 	struct nc__xstats *stats;
 	struct nc__pstat *pstats; /* per procedure, or NULL */

@@ -649,6 +649,26 @@ static int clear_stale(const char *path)
 	return 0;
 }
 
+/*
+ * The directory path goes in: 0 when it is one, else -errno.  Asked
+ * first because libuv reports a bind() in a missing directory as EACCES
+ * (as Windows would), which would say "Permission denied" for ENOENT.
+ */
+static int dir_of(const char *path)
+{
+	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)], *slash;
+	struct stat sb;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (!slash)
+		return 0; /* the working directory */
+	slash[slash == dir ? 1 : 0] = '\0';
+	if (stat(dir, &sb) != 0)
+		return -errno;
+	return S_ISDIR(sb.st_mode) ? 0 : -ENOTDIR;
+}
+
 int nf_control_start(struct uv_loop_s *loop, const char *path,
 		     struct nf_ruleset *rs, struct nf_events *ev,
 		     const struct nf_stats *st, struct nf_control **out)
@@ -662,6 +682,9 @@ int nf_control_start(struct uv_loop_s *loop, const char *path,
 		return -ENAMETOOLONG;
 	if (!*path)
 		return -EINVAL;
+	rc = dir_of(path);
+	if (rc)
+		return rc;
 	rc = clear_stale(path);
 	if (rc)
 		return rc;

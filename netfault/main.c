@@ -51,7 +51,8 @@ static const char usage_text[] =
 	"        Serve the control socket at PATH (mode 0600) for\n"
 	"        netfault-ctl: add, clear, list, stats, events.\n"
 	"    -o, --log FILE\n"
-	"        Append the log of faults to FILE instead of stderr.\n"
+	"        Append the log of faults to FILE instead of stderr (never\n"
+	"        through a symbolic link).\n"
 	"    -s, --seed N\n"
 	"        The seed of every rule that draws random numbers (prob=, a\n"
 	"        delay's jitter) and gives no seed= of its own.\n"
@@ -268,8 +269,11 @@ int main(int argc, char **argv)
 		}
 	}
 	if (log_path) {
+		/* It may run as root: never through a symbolic link. */
 		log_fd = open(log_path,
-			      O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+			      O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC |
+				      O_NOFOLLOW,
+			      0644);
 		if (log_fd < 0) {
 			fprintf(stderr, "netfault: %s: %s\n", log_path,
 				strerror(errno));

@@ -162,6 +162,9 @@ enum nf_fault {
  */
 struct nf_rule;
 
+/* reorder N: N at most this. */
+#define NF_REORDER_MAX 1024u
+
 /* A buffer this long always holds a rule's canonical text. */
 #define NF_RULE_TEXT_MAX 512
 

@@ -109,23 +109,31 @@ struct fault_info {
 	unsigned nargs; /* required positional numbers */
 	unsigned nopt; /* optional ones after them */
 	uint64_t min; /* the smallest first argument */
+	uint64_t max; /* the largest of each */
 	const char *argname[2];
 };
 
+/*
+ * A delay, and its jitter, of at most a day: the proxy counts in
+ * nanoseconds.  A record reordered behind at most NF_REORDER_MAX others:
+ * more is a record held back for good, which stall and delay say plainly.
+ */
+#define DELAY_MS_MAX (24ull * 3600 * 1000)
+
 /* clang-format off */
 static const struct fault_info faults[] = {
-	[NF_DELAY]       = { "delay",       false, 1, 1, 0, { "MS", "JITTER_MS" } },
-	[NF_STALL]       = { "stall",       true,  0, 0, 0, { NULL, NULL } },
-	[NF_THROTTLE]    = { "throttle",    true,  1, 0, 1, { "KIBPS", NULL } },
-	[NF_DROP]        = { "drop",        false, 0, 0, 0, { NULL, NULL } },
-	[NF_DUPLICATE]   = { "duplicate",   false, 0, 0, 0, { NULL, NULL } },
-	[NF_REORDER]     = { "reorder",     false, 1, 0, 1, { "N", NULL } },
-	[NF_RESET]       = { "reset",       false, 0, 0, 0, { NULL, NULL } },
-	[NF_SLICE]       = { "slice",       false, 1, 0, 1, { "BYTES", NULL } },
-	[NF_CORRUPT]     = { "corrupt",     false, 0, 0, 0, { NULL, NULL } },
-	[NF_BLACKHOLE]   = { "blackhole",   true,  0, 0, 0, { NULL, NULL } },
-	[NF_REFUSE]      = { "refuse",      true,  0, 0, 0, { NULL, NULL } },
-	[NF_CLOSE_AFTER] = { "close-after", true,  1, 0, 0, { "BYTES", NULL } },
+	[NF_DELAY]       = { "delay",       false, 1, 1, 0, DELAY_MS_MAX, { "MS", "JITTER_MS" } },
+	[NF_STALL]       = { "stall",       true,  0, 0, 0, 0, { NULL, NULL } },
+	[NF_THROTTLE]    = { "throttle",    true,  1, 0, 1, VALUE_MAX, { "KIBPS", NULL } },
+	[NF_DROP]        = { "drop",        false, 0, 0, 0, 0, { NULL, NULL } },
+	[NF_DUPLICATE]   = { "duplicate",   false, 0, 0, 0, 0, { NULL, NULL } },
+	[NF_REORDER]     = { "reorder",     false, 1, 0, 1, NF_REORDER_MAX, { "N", NULL } },
+	[NF_RESET]       = { "reset",       false, 0, 0, 0, 0, { NULL, NULL } },
+	[NF_SLICE]       = { "slice",       false, 1, 0, 1, VALUE_MAX, { "BYTES", NULL } },
+	[NF_CORRUPT]     = { "corrupt",     false, 0, 0, 0, 0, { NULL, NULL } },
+	[NF_BLACKHOLE]   = { "blackhole",   true,  0, 0, 0, 0, { NULL, NULL } },
+	[NF_REFUSE]      = { "refuse",      true,  0, 0, 0, 0, { NULL, NULL } },
+	[NF_CLOSE_AFTER] = { "close-after", true,  1, 0, 0, VALUE_MAX, { "BYTES", NULL } },
 };
 /* clang-format on */
 
@@ -618,8 +626,12 @@ static int argument(struct parser *p, const struct tok *t, unsigned i)
 	if (i >= fi->nargs + fi->nopt)
 		return fail(p, t->col, "unexpected argument '%.*s'",
 			    (int)t->len, t->p);
-	return number(p, t, i == 0 ? fi->min : 0, fi->argname[i],
-		      &p->s->arg[i]);
+	if (number(p, t, i == 0 ? fi->min : 0, fi->argname[i], &p->s->arg[i]))
+		return -EINVAL;
+	if (p->s->arg[i] > fi->max)
+		return fail(p, t->col, "%s must be at most %llu",
+			    fi->argname[i], (unsigned long long)fi->max);
+	return 0;
 }
 
 /* What can only be checked once every key is known. */

@@ -323,12 +323,16 @@ unsigned nc_client_rsize(const nc_client_t *c);
 unsigned nc_client_wsize(const nc_client_t *c);
 const struct nc_opts *nc_client_opts(const nc_client_t *c);
 const char *nc_client_server(const nc_client_t *c);
+/* The NFS port mounted: port=, or rpcbind's answer. */
+unsigned nc_client_nfs_port(const nc_client_t *c);
 void nc_client_stats(const nc_client_t *c, struct nc_stats *st);
 /*
  * The mount's intr/killable/nointr mode for the NFS calls' waits that
  * start from now on (a live switch, for demonstrations).
  */
 void nc_client_set_intr_mode(nc_client_t *c, enum nc_intr_mode m);
+/* The same for the send's waits (send=), for policy=linux set live. */
+void nc_client_set_send_mode(nc_client_t *c, enum task_mode m);
 /* A call in flight, as nc_client_task_calls() sees it. */
 struct nc_call_info {
 	uint32_t xid;

@@ -266,7 +266,7 @@ pid_t proc_netfault_start(const char *bin, const char *host, unsigned nfs_port,
 	uint64_t end = region_now_ns() + (uint64_t)deadline_ms * 1000000u;
 	char l1[300], l2[300];
 	size_t n = 2;
-	int status;
+	int status, efd;
 	pid_t pid;
 
 	*nfs_via = proc_free_port();
@@ -283,18 +283,27 @@ pid_t proc_netfault_start(const char *bin, const char *host, unsigned nfs_port,
 	for (; more && *more && n < sizeof(argv) / sizeof(argv[0]) - 1; more++)
 		argv[n++] = *more;
 	argv[n] = NULL;
+	/*
+	 * A file of our own, made now: a name left there (by a try before,
+	 * or planted: a symbolic link towards a file of root's) is removed,
+	 * never written through.
+	 */
+	unlink(errlog);
+	efd = open(errlog, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		   0644);
+	if (efd < 0) {
+		snprintf(err, len, "%s: %s", errlog, strerror(errno));
+		return -1;
+	}
 	fflush(NULL);
 	pid = fork();
 	if (pid < 0) {
 		snprintf(err, len, "fork: %s", strerror(errno));
+		close(efd);
 		return -1;
 	}
 	if (pid == 0) {
-		int fd = open(errlog, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-			      0644);
-
-		if (fd >= 0)
-			dup2(fd, 2);
+		dup2(efd, 2);
 		setpgid(0, 0);
 		/* Gone with whoever started it, however that ends. */
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
@@ -302,6 +311,7 @@ pid_t proc_netfault_start(const char *bin, const char *host, unsigned nfs_port,
 		fprintf(stderr, "exec %s: %s\n", bin, strerror(errno));
 		_exit(127);
 	}
+	close(efd);
 	proc_note_pid(pid);
 	while (count_in(errlog, "netfault: listening") < 2) {
 		if (waitpid(pid, &status, WNOHANG) == pid ||

@@ -55,7 +55,8 @@ unsigned proc_free_port(void);
  * netfault in front of a server: started (bin) on two free loopback ports
  * (*nfs_via, *mount_via) forwarding to host's nfs_port and mount_port,
  * with more arguments (NULL-terminated: --rule, --control, --log...), its
- * stderr in errlog, in a process group of its own, ended (SIGTERM) when
+ * stderr in errlog (made anew, O_EXCL: whatever had that name is removed,
+ * never written through), in a process group of its own, ended (SIGTERM) when
  * its parent ends, and noted (proc_note_pid).  Returns its pid once both listeners listen, or -1
  * with what went wrong (netfault's stderr) in err: no free port, a port
  * taken meanwhile, or no start within deadline_ms.

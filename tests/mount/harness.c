@@ -391,6 +391,7 @@ static pid_t spawn_daemon(struct mnt *m, const struct test_server *s,
 	const char *intrfs = intrfs_bin();
 	char sub[64], source[600], o[800];
 	pid_t pid;
+	int fd;
 
 	if (local) {
 		snprintf(m->local, sizeof(m->local), "%s", local);
@@ -409,8 +410,11 @@ static pid_t spawn_daemon(struct mnt *m, const struct test_server *s,
 	}
 	snprintf(m->dir, sizeof(m->dir), "/tmp/intrfs-test-mnt.XXXXXX");
 	ASSERT_NOT_NULL(mkdtemp(m->dir));
-	snprintf(m->log, sizeof(m->log), "/tmp/intrfs-test-log.%d.%u",
-		 (int)getpid(), seq);
+	/* Made here, ours alone: a fixed name in /tmp could be planted. */
+	snprintf(m->log, sizeof(m->log), "/tmp/intrfs-test-log.XXXXXX");
+	fd = mkstemp(m->log);
+	ASSERT_GE(fd, 0);
+	close(fd);
 	snprintf(source, sizeof(source), "%s:%s", s->server, m->local);
 	snprintf(o, sizeof(o), "port=%u,mountport=%u,nlmport=%u%s%s",
 		 s->nfs_port, s->mount_port, s->nlm_port, opts[0] ? "," : "",
@@ -420,8 +424,7 @@ static pid_t spawn_daemon(struct mnt *m, const struct test_server *s,
 	pid = fork();
 	ASSERT_GE(pid, 0);
 	if (pid == 0) {
-		int fd = open(m->log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-
+		fd = open(m->log, O_WRONLY | O_NOFOLLOW);
 		dup2(fd, 1);
 		dup2(fd, 2);
 		execl(intrfs, "intrfs", "-f", source, m->dir, "-o", o,

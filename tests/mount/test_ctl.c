@@ -8,12 +8,17 @@
 #include "../../fusefs/ctl.h"
 #include "harness.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -24,33 +29,46 @@
 #endif
 
 /*
- * Runs intrfsctl with args (NULL-terminated); its stdout and stderr go to
- * out.  Returns its exit status.
+ * Runs intrfsctl with args (NULL-terminated) as uid (0: as root), its
+ * stdout and stderr into out; kills it after timeout_ms.  Returns its exit
+ * status (-1: killed), how long it ran in *ns when ns is not NULL.
  */
-static int ctl(char *out, size_t len, const char *const *args)
+static int ctl_run(char *out, size_t len, const char *const *args, uid_t uid,
+		   unsigned timeout_ms, uint64_t *ns)
 {
 	const char *argv[8] = { INTRFSCTL_BIN };
+	uint64_t t0 = region_now_ns(), end = t0 + timeout_ms * 1000000ull;
 	size_t n = 1, got = 0;
 	int p[2], st;
 	pid_t pid;
 
 	for (; *args && n < 7; args++)
 		argv[n++] = *args;
-	ASSERT_EQ(pipe(p), 0);
+	ASSERT_EQ(pipe2(p, O_CLOEXEC), 0);
 	fflush(NULL);
 	pid = fork();
 	ASSERT_GE(pid, 0);
 	if (pid == 0) {
-		close(p[0]);
 		dup2(p[1], 1);
 		dup2(p[1], 2);
+		if (uid && (setgid(uid) < 0 || setuid(uid) < 0))
+			_exit(126);
 		execv(INTRFSCTL_BIN, (char *const *)argv);
 		_exit(127);
 	}
 	close(p[1]);
 	for (;;) {
-		ssize_t r = read(p[0], out + got, len - 1 - got);
+		uint64_t now = region_now_ns();
+		struct pollfd pf = { p[0], POLLIN, 0 };
+		ssize_t r;
 
+		if (now >= end) {
+			kill(pid, SIGKILL);
+			break;
+		}
+		if (poll(&pf, 1, (int)((end - now) / 1000000) + 1) <= 0)
+			continue;
+		r = read(p[0], out + got, len - 1 - got);
 		if (r <= 0)
 			break;
 		got += (size_t)r;
@@ -58,8 +76,74 @@ static int ctl(char *out, size_t len, const char *const *args)
 	out[got] = '\0';
 	close(p[0]);
 	ASSERT_EQ(waitpid(pid, &st, 0), pid);
-	ASSERT(WIFEXITED(st));
+	if (ns)
+		*ns = region_now_ns() - t0;
+	if (!WIFEXITED(st))
+		return -1;
 	return WEXITSTATUS(st);
+}
+
+/* intrfsctl with args, as root; 30 s at most. */
+static int ctl(char *out, size_t len, const char *const *args)
+{
+	int rc = ctl_run(out, len, args, 0, 30000, NULL);
+
+	if (rc < 0)
+		TEST__FAIL("intrfsctl did not answer within 30 s: %s", out);
+	return rc;
+}
+
+/*
+ * The control socket in dir that the daemon pid serves (its peer's
+ * credentials name it), into out: true when there is one.
+ */
+static bool ctl_socket_of(const char *dir, pid_t pid, char *out, size_t len)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	bool found = false;
+
+	while (d && !found && (e = readdir(d))) {
+		struct sockaddr_un a = { .sun_family = AF_UNIX };
+		struct ucred cred;
+		socklen_t cl = sizeof(cred);
+		int fd;
+
+		if (!strstr(e->d_name, ".sock") ||
+		    strlen(dir) + strlen(e->d_name) + 2 > sizeof(a.sun_path))
+			continue;
+		strcat(strcat(strcpy(a.sun_path, dir), "/"), e->d_name);
+		/*
+		 * Without waiting: a daemon of another test that does not
+		 * accept (its backlog full) must not hold this one.
+		 */
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
+			    0);
+		if (fd >= 0 &&
+		    connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+		    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) == 0 &&
+		    cred.pid == pid) {
+			snprintf(out, len, "%s", a.sun_path);
+			found = true;
+		}
+		if (fd >= 0)
+			close(fd);
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+/* The control socket of m's daemon, once it listens (5 s). */
+static void ctl_socket(const struct mnt *m, char *out, size_t len)
+{
+	for (int i = 0; i < 250; i++) {
+		if (ctl_socket_of(CTL_DIR, m->pid, out, len))
+			return;
+		test_sleep_ms(20);
+	}
+	TEST__FAIL("the daemon of %s (pid %d) has no control socket in %s",
+		   m->dir, (int)m->pid, CTL_DIR);
 }
 
 /* m's file f, len zero bytes, written on the export. */
@@ -91,10 +175,10 @@ static void stalled_read(struct probe *p, const struct mnt *m,
 }
 
 /*
- * In a child running as another user: asks mnt's control socket for stats
- * and returns 0 if the daemon refused, naming who may ask.
+ * In a child running as another user: asks the control socket sock for
+ * stats and returns 0 if the daemon refused, naming who may ask.
  */
-static int ask_refused(const char *mnt)
+static int ask_refused(const char *sock)
 {
 	static const char want[] =
 		"error\nonly root and the user who mounted (uid 0)";
@@ -104,7 +188,7 @@ static int ask_refused(const char *mnt)
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
 	signal(SIGPIPE, SIG_IGN);
-	ctl_path(mnt, a.sun_path, sizeof(a.sun_path));
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", sock);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0)
 		return 1;
 	(void)!write(fd, "stats\n", 6);
@@ -138,15 +222,15 @@ TEST_IMPL(ctl_tasks_stats_policy)
 	struct probe p;
 	struct probe_result r;
 	struct mnt m;
-	char want[64], opts[200], trace[2][100], *got;
+	char want[64], opts[200], trace[2][100], sock[108], *got;
+	char dir[] = "/tmp/intrfs-test-ctl.XXXXXX";
 	int status;
 
 	srv_get(&s);
-	for (int i = 0; i < 2; i++) {
-		snprintf(trace[i], sizeof(trace[i]),
-			 "/tmp/intrfs-test-trace.%d.%d.json", (int)getpid(), i);
-		unlink(trace[i]);
-	}
+	ASSERT_NOT_NULL(mkdtemp(dir));
+	for (int i = 0; i < 2; i++)
+		snprintf(trace[i], sizeof(trace[i]), "%s/trace.%d.json", dir,
+			 i);
 	snprintf(opts, sizeof(opts), "hard,killable,actimeo=60,trace=%s",
 		 trace[0]);
 	mnt_start(&m, &s, opts);
@@ -215,7 +299,7 @@ TEST_IMPL(ctl_tasks_stats_policy)
 		      (const char *const[]){ m.dir, "trace", "on", trace[1],
 					     NULL }),
 		  0);
-	ASSERT_CONTAINS(out, "{\"trace\":\"/tmp/intrfs-test-trace.");
+	ASSERT_CONTAINS(out, "{\"trace\":\"/tmp/intrfs-test-ctl.");
 	ASSERT_EQ(access(mpath(&m, "nothing-here"), F_OK), -1);
 	ASSERT_EQ(ctl(out, sizeof(out),
 		      (const char *const[]){ m.dir, "trace", "off", NULL }),
@@ -231,6 +315,7 @@ TEST_IMPL(ctl_tasks_stats_policy)
 	ASSERT_CONTAINS(out, "it is on this mount");
 	unlink(trace[0]);
 	unlink(trace[1]);
+	rmdir(dir);
 
 	/* Later requests run under the policy set now. */
 	ASSERT_EQ(
@@ -248,15 +333,16 @@ TEST_IMPL(ctl_tasks_stats_policy)
 	ASSERT_EQ(ctl(out, sizeof(out),
 		      (const char *const[]){ m.dir, "policy", "fast", NULL }),
 		  1);
-	ASSERT_CONTAINS(out, "the policy is percall, region or sigmask, not "
-			     "'fast'");
+	ASSERT_CONTAINS(out, "the policy is percall, region, sigmask or linux, "
+			     "not 'fast'");
 
 	/*
 	 * Another user is refused (asking the socket as intrfsctl does: the
 	 * build tree may be closed to that user); a plain directory is not a
 	 * mount.
 	 */
-	ASSERT_EQ(as_user(USER_UID, USER_GID, NULL, 0, ask_refused, m.dir), 0);
+	ctl_socket(&m, sock, sizeof(sock));
+	ASSERT_EQ(as_user(USER_UID, USER_GID, NULL, 0, ask_refused, sock), 0);
 	ASSERT_EQ(ctl(out, sizeof(out),
 		      (const char *const[]){ m.local, "tasks", NULL }),
 		  2);
@@ -354,6 +440,545 @@ TEST_IMPL(ctl_mode_switch)
 		  1);
 	ASSERT_CONTAINS(out,
 			"the mode is killable, intr or nointr, not 'soft'");
+	mnt_stop(&m);
+	return 0;
+}
+
+/* Connections an unprivileged user holds open on the socket. */
+#define FLOOD_CONNS 32
+#define NOBODY 65534
+
+/*
+ * A child that connects FLOOD_CONNS times to sock as NOBODY, sends
+ * nothing and holds every connection until killed; *ready gets a byte
+ * once it has them all (or after 2 s, with those it got: a daemon that
+ * takes one at a time leaves the rest in its backlog).
+ */
+static pid_t flood_start(const char *sock, int *ready)
+{
+	int p[2];
+	pid_t pid;
+
+	ASSERT_EQ(pipe2(p, O_CLOEXEC), 0);
+	fflush(NULL);
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		struct sockaddr_un a = { .sun_family = AF_UNIX };
+		uint64_t end = region_now_ns() + 2000000000ull;
+		unsigned n = 0;
+
+		signal(SIGABRT, SIG_DFL);
+		/* Set after setuid(), which clears it: gone with the test. */
+		if (setgroups(0, NULL) < 0 || setgid(NOBODY) < 0 ||
+		    setuid(NOBODY) < 0 || prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+			_exit(2);
+		snprintf(a.sun_path, sizeof(a.sun_path), "%s", sock);
+		while (n < FLOOD_CONNS && region_now_ns() < end) {
+			int fd =
+				socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+
+			if (fd >= 0 && connect(fd, (struct sockaddr *)&a,
+					       sizeof(a)) == 0) {
+				n++;
+				continue;
+			}
+			if (fd >= 0)
+				close(fd);
+			usleep(10000);
+		}
+		if (write(p[1], "r", 1) != 1)
+			_exit(3);
+		for (;;)
+			pause();
+	}
+	close(p[1]);
+	*ready = p[0];
+	return pid;
+}
+
+/*
+ * Root's intrfsctl answers at once while an unprivileged user holds 32
+ * connections to the control socket and root itself holds idle ones: the
+ * user is refused at accept, and no client waits behind another.
+ */
+TEST_IMPL(ctl_flood_root_answers)
+{
+	static char out[65536];
+	struct test_server s;
+	struct mnt m;
+	struct pollfd pf;
+	char sock[108], c;
+	uint64_t ns, worst = 0;
+	int ready, idle[4], st;
+	pid_t flood;
+
+	srv_get(&s);
+	mnt_start(&m, &s, "");
+	ctl_socket(&m, sock, sizeof(sock));
+	flood = flood_start(sock, &ready);
+	pf = (struct pollfd){ ready, POLLIN, 0 };
+	ASSERT_EQ(poll(&pf, 1, 10000), 1);
+	ASSERT_EQ(read(ready, &c, 1), 1);
+	/* Root's own connections that never ask hold nobody either. */
+	for (unsigned i = 0; i < ARRAY_SIZE(idle); i++) {
+		struct sockaddr_un a = { .sun_family = AF_UNIX };
+
+		snprintf(a.sun_path, sizeof(a.sun_path), "%s", sock);
+		idle[i] = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+		ASSERT_GE(idle[i], 0);
+		connect(idle[i], (struct sockaddr *)&a, sizeof(a));
+	}
+	for (int i = 0; i < 5; i++) {
+		int rc = ctl_run(out, sizeof(out),
+				 (const char *const[]){ m.dir, "stats", NULL },
+				 0, 20000, &ns);
+
+		if (rc != 0)
+			TEST__FAIL("intrfsctl stats under the flood: exit %d "
+				   "after %.3f s: %s",
+				   rc, ns / 1e9, out);
+		ASSERT_CONTAINS(out, "\"transport\":{");
+		if (ns > worst)
+			worst = ns;
+	}
+	fprintf(stderr, "# root's stats under the flood: at most %.1f ms\n",
+		worst / 1e6);
+	ASSERT_UINT64_LT(worst, 100000000ull);
+	kill(flood, SIGKILL);
+	ASSERT_EQ(waitpid(flood, &st, 0), flood);
+	close(ready);
+	for (unsigned i = 0; i < ARRAY_SIZE(idle); i++)
+		close(idle[i]);
+	mnt_stop(&m);
+	return 0;
+}
+
+/* Whether m's daemon has a control socket, waiting up to 5 s for it. */
+static bool ctl_socket_within(const struct mnt *m, char *out, size_t len)
+{
+	for (int i = 0; i < 250; i++) {
+		if (ctl_socket_of(CTL_DIR, m->pid, out, len))
+			return true;
+		test_sleep_ms(20);
+	}
+	return false;
+}
+
+/*
+ * A daemon mounting a fresh directory of s's export on mnt as uid (0:
+ * root; another user mounts through fusermount), its log in dir (private
+ * to the test): b is it, mounted (its log says so) once this returns.
+ */
+static void mnt_spawn_as(struct mnt *b, const char *mnt,
+			 const struct test_server *s, const char *dir,
+			 uid_t uid)
+{
+	static unsigned seq;
+	char src[700], opts[200];
+	pid_t pid;
+
+	memset(b, 0, sizeof(*b));
+	snprintf(b->dir, sizeof(b->dir), "%s", mnt);
+	snprintf(b->local, sizeof(b->local), "%s/ctl-%d-%u", s->export_dir,
+		 (int)getpid(), ++seq);
+	ASSERT_EQ(mkdir(b->local, 0777), 0);
+	ASSERT_EQ(chmod(b->local, 0777), 0);
+	snprintf(b->log, sizeof(b->log), "%s/daemon-%u.log", dir, seq);
+	snprintf(src, sizeof(src), "%s:%s", s->server, b->local);
+	snprintf(opts, sizeof(opts), "port=%u,mountport=%u", s->nfs_port,
+		 s->mount_port);
+	snprintf(b->opts, sizeof(b->opts), "%s", opts);
+	fflush(NULL);
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		int fd = open(b->log, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW,
+			      0644);
+
+		if (fd < 0 || fchown(fd, uid, uid) < 0)
+			_exit(126);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		if (uid && (setgroups(0, NULL) < 0 || setgid(uid) < 0 ||
+			    setuid(uid) < 0))
+			_exit(126);
+		execl(intrfs_bin(), "intrfs", "-f", src, b->dir, "-o", opts,
+		      (char *)NULL);
+		_exit(127);
+	}
+	b->pid = pid;
+	proc_note_pid(pid);
+	mnt_wait_log(b, "intrfs: mounted ", 15000);
+}
+
+/* The LOOKUPs a daemon counted, from intrfsctl's stats of dir. */
+static uint64_t lookups(const char *dir)
+{
+	static char out[65536];
+	const char *p;
+
+	ASSERT_EQ(ctl(out, sizeof(out),
+		      (const char *const[]){ dir, "stats", NULL }),
+		  0);
+	p = strstr(out, "\"LOOKUP\":{\"ops\":");
+	return p ? strtoull(p + 16, NULL, 10) : 0;
+}
+
+/*
+ * Two mounts stacked on one point: intrfsctl asks the one on top, the one
+ * the path shows (its LOOKUPs count the lookups made there, its policy is
+ * the one switched), and after its unmount the one below again.
+ */
+TEST_IMPL(ctl_stacked_visible)
+{
+	static char out[65536];
+	char dir[] = "/tmp/intrfs-test-ctl.XXXXXX", sock[108];
+	struct test_server s;
+	struct mnt a, b;
+	struct stat st;
+	uint64_t a0, b0, b1;
+
+	srv_get(&s);
+	ASSERT_NOT_NULL(mkdtemp(dir));
+	mnt_start(&a, &s, "");
+	ctl_socket(&a, sock, sizeof(sock));
+	a0 = lookups(a.dir);
+	mnt_spawn_as(&b, a.dir, &s, dir, 0);
+	if (!ctl_socket_within(&b, sock, sizeof(sock)))
+		fprintf(stderr, "# the mount on top has no control socket\n");
+	b0 = lookups(a.dir);
+	for (int i = 0; i < 50; i++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "nothing-%d", i);
+		ASSERT_EQ(stat(mpath(&a, name), &st), -1);
+		ASSERT_EQ(errno, ENOENT);
+	}
+	b1 = lookups(a.dir);
+	fprintf(stderr, "# LOOKUPs counted where 50 were made: %" PRIu64 "\n",
+		b1 - b0);
+	ASSERT_UINT64_GE(b1 - b0, 50);
+	ASSERT_EQ(
+		ctl(out, sizeof(out),
+		    (const char *const[]){ a.dir, "policy", "percall", NULL }),
+		0);
+	ASSERT_EQ(ctl(out, sizeof(out),
+		      (const char *const[]){ a.dir, "tasks", NULL }),
+		  0);
+	ASSERT_CONTAINS(out, "\"policy\":\"percall\"");
+	/* The one on top gone, the one below answers, untouched. */
+	mnt_stop(&b);
+	ASSERT_UINT64_LT(lookups(a.dir) - a0, 50);
+	ASSERT_EQ(ctl(out, sizeof(out),
+		      (const char *const[]){ a.dir, "tasks", NULL }),
+		  0);
+	ASSERT_CONTAINS(out, "\"policy\":\"region\"");
+	mnt_stop(&a);
+	unlink(b.log);
+	rmdir(dir);
+	return 0;
+}
+
+/* A socket at path that nobody listens on, as a daemon that died leaves. */
+static void plant_dead_socket(const char *path)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	ASSERT_GE(fd, 0);
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
+	unlink(path);
+	ASSERT_EQ(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	close(fd);
+}
+
+/*
+ * The socket of a daemon killed with SIGKILL stays; intrfsctl says so,
+ * and the next mount removes it (and any other socket nobody listens on);
+ * the socket of a mount unmounted is gone with it.
+ */
+TEST_IMPL(ctl_stale_socket)
+{
+	static char out[4096];
+	char dead[108], b_sock[108], planted[108];
+	struct test_server s;
+	struct mnt a, b;
+	struct stat st;
+	int status;
+
+	srv_get(&s);
+	mnt_start(&a, &s, "");
+	ctl_socket(&a, dead, sizeof(dead));
+	ASSERT_EQ(kill(a.pid, SIGKILL), 0);
+	ASSERT_EQ(waitpid(a.pid, &status, 0), a.pid);
+	a.pid = 0;
+	lstat_ok(dead, &st);
+	ASSERT(S_ISSOCK(st.st_mode));
+	ASSERT_EQ(ctl(out, sizeof(out),
+		      (const char *const[]){ a.dir, "stats", NULL }),
+		  2);
+	ASSERT_CONTAINS(out, "is left by a daemon that is gone (nobody "
+			     "listens on it)");
+	umount2(a.dir, MNT_DETACH);
+	mnt_stop(&a);
+
+	snprintf(planted, sizeof(planted), "%s/ctl-0:%d.sock", CTL_DIR,
+		 900000 + (int)getpid() % 10000);
+	plant_dead_socket(planted);
+	mnt_start(&b, &s, "");
+	ctl_socket(&b, b_sock, sizeof(b_sock));
+	ASSERT_EQ(lstat(planted, &st), -1);
+	ASSERT_EQ(errno, ENOENT);
+	/* Gone, or replaced by b's when b has the device a had. */
+	if (strcmp(dead, b_sock) != 0) {
+		ASSERT_EQ(lstat(dead, &st), -1);
+		ASSERT_EQ(errno, ENOENT);
+	}
+	mnt_stop(&b);
+	ASSERT_EQ(lstat(b_sock, &st), -1);
+	ASSERT_EQ(errno, ENOENT);
+	return 0;
+}
+
+/*
+ * A mount made by a user (fusermount) has its control socket in that
+ * user's runtime directory: root's intrfsctl and the user's find it and
+ * are answered, and it is gone with the mount.
+ */
+TEST_IMPL(ctl_user_mount)
+{
+	static char out[65536];
+	char dir[] = "/tmp/intrfs-test-ctl.XXXXXX", mnt[64], run[64];
+	char ctl_dir[96], sock[108];
+	bool made_run_user, made_run;
+	struct test_server s;
+	struct stat st;
+	struct mnt u;
+	int status;
+
+	srv_get(&s);
+	ASSERT_NOT_NULL(mkdtemp(dir));
+	ASSERT_EQ(chmod(dir, 0755), 0);
+	snprintf(mnt, sizeof(mnt), "%s/mnt", dir);
+	ASSERT_EQ(mkdir(mnt, 0755), 0);
+	ASSERT_EQ(chown(mnt, USER_UID, USER_GID), 0);
+	/* The runtime directory a login session would have made. */
+	made_run_user = mkdir("/run/user", 0755) == 0;
+	snprintf(run, sizeof(run), "/run/user/%u", USER_UID);
+	made_run = mkdir(run, 0700) == 0;
+	if (made_run)
+		ASSERT_EQ(chown(run, USER_UID, USER_GID), 0);
+	snprintf(ctl_dir, sizeof(ctl_dir), "%s/intrfs-ctl", run);
+
+	mnt_spawn_as(&u, mnt, &s, dir, USER_UID);
+	ASSERT_WITHIN(ctl_socket_of(ctl_dir, u.pid, sock, sizeof(sock)), 5000);
+	lstat_ok(sock, &st);
+	ASSERT_EQ(st.st_uid, USER_UID);
+	ASSERT_EQ(ctl_run(out, sizeof(out),
+			  (const char *const[]){ mnt, "stats", NULL }, 0, 30000,
+			  NULL),
+		  0);
+	ASSERT_CONTAINS(out, "\"transport\":{");
+	ASSERT_EQ(ctl_run(out, sizeof(out),
+			  (const char *const[]){ mnt, "stats", NULL }, USER_UID,
+			  30000, NULL),
+		  0);
+	ASSERT_CONTAINS(out, "\"transport\":{");
+
+	ASSERT_EQ(umount2(mnt, 0), 0);
+	ASSERT_EQ(waitpid(u.pid, &status, 0), u.pid);
+	ASSERT_EQ(lstat(sock, &st), -1);
+	ASSERT_EQ(errno, ENOENT);
+	rmdir(ctl_dir);
+	if (made_run)
+		rmdir(run);
+	if (made_run_user)
+		rmdir("/run/user");
+	unlink(u.log);
+	rmdir(mnt);
+	rmdir(dir);
+	return 0;
+}
+
+/* Sends line to the control socket sock as it is; the answer in out. */
+static void ask_raw(const char *sock, const char *line, char *out, size_t len)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	size_t got = 0;
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	ASSERT_GE(fd, 0);
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", sock);
+	ASSERT_EQ(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	ASSERT_EQ(send(fd, line, strlen(line), MSG_NOSIGNAL),
+		  (ssize_t)strlen(line));
+	for (ssize_t r;
+	     got + 1 < len && (r = read(fd, out + got, len - 1 - got)) > 0;)
+		got += (size_t)r;
+	out[got] = '\0';
+	close(fd);
+}
+
+/*
+ * trace on FILE never follows a symbolic link (one planted towards a
+ * root-owned file is refused and the file untouched), takes only a regular
+ * file, resolves a relative FILE against the caller's directory, and the
+ * daemon opens no path a client sends it.
+ */
+TEST_IMPL(ctl_trace_no_symlink)
+{
+	static const char secret[] = "root's file\n";
+	static char out[4096];
+	char dir[] = "/tmp/intrfs-test-ctl.XXXXXX", victim[64], link[64];
+	char fifo[64], rel[64], raw[64], sock[108], line[160], *got;
+	struct test_server s;
+	struct stat st;
+	struct mnt m;
+	int fd;
+
+	srv_get(&s);
+	ASSERT_NOT_NULL(mkdtemp(dir));
+	snprintf(victim, sizeof(victim), "%s/victim", dir);
+	snprintf(link, sizeof(link), "%s/link.json", dir);
+	snprintf(fifo, sizeof(fifo), "%s/fifo.json", dir);
+	snprintf(rel, sizeof(rel), "%s/rel.json", dir);
+	snprintf(raw, sizeof(raw), "%s/raw.json", dir);
+	fd = open(victim, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(write(fd, secret, sizeof(secret) - 1),
+		  (ssize_t)sizeof(secret) - 1);
+	close(fd);
+	ASSERT_EQ(symlink(victim, link), 0);
+	ASSERT_EQ(mkfifo(fifo, 0644), 0);
+	mnt_start(&m, &s, "");
+	ctl_socket(&m, sock, sizeof(sock));
+
+	ASSERT_NE(
+		ctl(out, sizeof(out),
+		    (const char *const[]){ m.dir, "trace", "on", link, NULL }),
+		0);
+	ASSERT_CONTAINS(out, "symbolic link");
+	ASSERT_NE(
+		ctl(out, sizeof(out),
+		    (const char *const[]){ m.dir, "trace", "on", fifo, NULL }),
+		0);
+	ASSERT_CONTAINS(out, "not a regular file");
+	/* Whatever the refusals did, nothing reached root's file. */
+	ASSERT_EQ(access(mpath(&m, "nothing-here"), F_OK), -1);
+	assert_same_bytes(victim, secret, sizeof(secret) - 1);
+
+	/* A relative name is the caller's: run from dir. */
+	ASSERT_EQ(chdir(dir), 0);
+	ASSERT_EQ(ctl(out, sizeof(out),
+		      (const char *const[]){ m.dir, "trace", "on", "rel.json",
+					     NULL }),
+		  0);
+	ASSERT_EQ(chdir("/"), 0);
+	ASSERT_EQ(access(mpath(&m, "nothing-either"), F_OK), -1);
+	ASSERT_EQ(ctl(out, sizeof(out),
+		      (const char *const[]){ m.dir, "trace", "off", NULL }),
+		  0);
+	ASSERT_GT(read_file(rel, &got), 0);
+	ASSERT_CONTAINS(got, "\"proc\":\"LOOKUP\"");
+	free(got);
+
+	/* A path sent without its descriptor: nothing is opened. */
+	snprintf(line, sizeof(line), "trace on %s\n", raw);
+	ask_raw(sock, line, out, sizeof(out));
+	ASSERT_CONTAINS(out, "error\n");
+	ASSERT_EQ(lstat(raw, &st), -1);
+	ASSERT_EQ(errno, ENOENT);
+
+	mnt_stop(&m);
+	unlink(rel);
+	unlink(fifo);
+	unlink(link);
+	unlink(victim);
+	rmdir(dir);
+	return 0;
+}
+
+/*
+ * policy linux switched live, as -o policy=linux: a handled SIGINT no
+ * longer interrupts an intr mount's stalled read (Linux's waits are
+ * killable), mode is refused meanwhile, and leaving it brings intr back.
+ */
+TEST_IMPL(ctl_policy_linux)
+{
+	static char out[4096];
+	struct test_server s;
+	struct mnt m;
+
+	srv_get(&s);
+	mnt_start(&m, &s, "hard,intr,policy=percall");
+	put_file(&m, 65536);
+	ASSERT(read_interrupted(&m, &s));
+	ASSERT_EQ(ctl(out, sizeof(out),
+		      (const char *const[]){ m.dir, "policy", "linux", NULL }),
+		  0);
+	ASSERT_CONTAINS(out, "{\"policy\":\"linux\",\"was\":\"percall\"}");
+	ASSERT_EQ(ctl(out, sizeof(out),
+		      (const char *const[]){ m.dir, "tasks", NULL }),
+		  0);
+	ASSERT_CONTAINS(out, "\"policy\":\"linux\",\"mode\":\"killable\"");
+	ASSERT(!read_interrupted(&m, &s));
+	ASSERT_EQ(ctl(out, sizeof(out),
+		      (const char *const[]){ m.dir, "mode", "intr", NULL }),
+		  1);
+	ASSERT_CONTAINS(out, "switch the policy first");
+	ASSERT_EQ(
+		ctl(out, sizeof(out),
+		    (const char *const[]){ m.dir, "policy", "percall", NULL }),
+		0);
+	ASSERT_CONTAINS(out, "{\"policy\":\"percall\",\"was\":\"linux\"}");
+	ASSERT(read_interrupted(&m, &s));
+	mnt_stop(&m);
+	return 0;
+}
+
+/*
+ * A word too many or too few is refused, by intrfsctl and by the daemon,
+ * and changes nothing.
+ */
+TEST_IMPL(ctl_extra_arguments)
+{
+	static const char *const bad[][4] = {
+		{ "watchdog", "1", "2", NULL },
+		{ "tasks", "x", NULL },
+		{ "policy", "region", "x", NULL },
+		{ "trace", "off", "x", NULL },
+		{ "mode", NULL },
+	};
+	static const char *const raw[] = { "watchdog 1 2\n", "stats x\n",
+					   "policy region x\n", "mode\n" };
+	static char out[4096];
+	struct test_server s;
+	struct mnt m;
+	char sock[108];
+
+	srv_get(&s);
+	mnt_start(&m, &s, "hung_timeout=0");
+	ctl_socket(&m, sock, sizeof(sock));
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		const char *args[6] = { m.dir };
+
+		for (size_t k = 0; bad[i][k]; k++)
+			args[k + 1] = bad[i][k];
+		ASSERT_EQ(ctl(out, sizeof(out), args), 2);
+		ASSERT_CONTAINS(out, " takes ");
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(raw); i++) {
+		ask_raw(sock, raw[i], out, sizeof(out));
+		if (strncmp(out, "error\n", 6) != 0)
+			TEST__FAIL("the daemon took '%.*s': %s",
+				   (int)strlen(raw[i]) - 1, raw[i], out);
+		ASSERT_CONTAINS(out, " takes ");
+	}
+	/* The refused watchdog line did not switch it on. */
+	mnt_read_log(&m, out, sizeof(out));
+	if (strstr(out, "hung-task watchdog at"))
+		TEST__FAIL("a refused request acted:\n%s", out);
 	mnt_stop(&m);
 	return 0;
 }

@@ -7,7 +7,8 @@
  * answers compared whole: add (applied before the answer), a bad rule's
  * message with its caret, clear, list, stats, events, JSON escaping,
  * requests split and pipelined, an overlong line, a peer of another uid,
- * the socket's mode, a stale socket replaced and a live one left alone.
+ * the socket's mode, a stale socket replaced and a live one left alone, a
+ * socket in a directory that is not there.
  *
  * The test drives the loop itself (uv_run with UV_RUN_NOWAIT) between
  * polls of its client socket, so the control and the client run on one
@@ -680,6 +681,35 @@ TEST_IMPL(nf_control_stale_live)
 	ASSERT_EQ(nf_control_start(&fx.loop, longp, fx.rs, fx.ev, NULL, &other),
 		  -ENAMETOOLONG);
 	close(cl.fd);
+	fx_done(&fx);
+	return 0;
+}
+
+/*
+ * A socket in a directory that is not there, or under a file: the error
+ * says so (libuv alone would say EACCES for the first).
+ */
+TEST_IMPL(nf_control_bad_dir)
+{
+	struct fixture fx;
+	struct nf_control *c = NULL;
+	char path[200];
+	int fd;
+
+	fx_init(&fx);
+	snprintf(path, sizeof(path), "%s/missing/ctl.sock", fx.dir);
+	ASSERT_EQ(nf_control_start(&fx.loop, path, fx.rs, fx.ev, NULL, &c),
+		  -ENOENT);
+	ASSERT_NULL(c);
+	snprintf(path, sizeof(path), "%s/file", fx.dir);
+	fd = open(path, O_CREAT | O_WRONLY, 0600);
+	ASSERT_GE(fd, 0);
+	close(fd);
+	snprintf(path, sizeof(path), "%s/file/ctl.sock", fx.dir);
+	ASSERT_EQ(nf_control_start(&fx.loop, path, fx.rs, fx.ev, NULL, &c),
+		  -ENOTDIR);
+	snprintf(path, sizeof(path), "%s/file", fx.dir);
+	ASSERT_EQ(unlink(path), 0);
 	fx_done(&fx);
 	return 0;
 }

@@ -219,6 +219,16 @@ static const struct {
 	  "rule 'drop xid=0x100000000': bad number '0x100000000' for xid at "
 	  "column 10",
 	  10 },
+	{ "reorder 100000000",
+	  "rule 'reorder 100000000': N must be at most 1024 at column 9", 9 },
+	{ "reorder 4294967296",
+	  "rule 'reorder 4294967296': N must be at most 1024 at column 9", 9 },
+	{ "delay 86400001",
+	  "rule 'delay 86400001': MS must be at most 86400000 at column 7", 7 },
+	{ "delay 5 86400001",
+	  "rule 'delay 5 86400001': JITTER_MS must be at most 86400000 at "
+	  "column 9",
+	  9 },
 	{ "drop nth=0",
 	  "rule 'drop nth=0': nth must be at least 1 at column 10", 10 },
 	{ "drop nth=1 nth=2",

@@ -11,7 +11,9 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <unistd.h>
 
 /* text parses, and its canonical form is a fixed point. */
 static void round_trip(const char *name, const char *text)
@@ -222,7 +224,45 @@ static const struct {
 	  NULL },
 	{ "workload read\noverlay lower\n", "f.scn:2:9: overlay takes nothing",
 	  NULL },
+	/* What netfault would refuse once mounted, refused here. */
+	{ "workload read\nfault at=0 netfault drop proc=NOPE\n",
+	  "f.scn:2:31: netfault refuses the rule: unknown procedure 'NOPE'",
+	  "                                ^" },
+	{ "workload read\nfault at=0 netfault delay -5\n",
+	  "f.scn:2:27: netfault refuses the rule: bad number '-5' for MS",
+	  NULL },
+	{ "workload read\nfault at=0 netfault reorder 100000000\n",
+	  "f.scn:2:29: netfault refuses the rule: N must be at most 1024",
+	  NULL },
 };
+
+/* A NUL byte is a mistake where it is, not the end of its line. */
+TEST_IMPL(scenario_nul_byte)
+{
+	static const char text[] = "workload read\nname a\0b\nsignal SIGINT\n";
+	static struct scenario s;
+	char dir[] = "/tmp/intrfs-test-scn.XXXXXX", path[64], want[96];
+	char *msg = NULL;
+	size_t len = 0;
+	FILE *f;
+	int fd;
+
+	ASSERT_NOT_NULL(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/f.scn", dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(write(fd, text, sizeof(text) - 1), (ssize_t)sizeof(text) - 1);
+	close(fd);
+	f = open_memstream(&msg, &len);
+	ASSERT_EQ(scn_parse_file(path, &s, f), -1);
+	fclose(f);
+	snprintf(want, sizeof(want), "%s:2:7: a NUL byte", path);
+	ASSERT_EQ(strncmp(msg, want, strlen(want)), 0);
+	free(msg);
+	ASSERT_EQ(unlink(path), 0);
+	ASSERT_EQ(rmdir(dir), 0);
+	return 0;
+}
 
 TEST_IMPL(scenario_mistakes)
 {

@@ -348,8 +348,9 @@ static int capture_stderr(char *path, size_t len)
 {
 	int fd, saved;
 
-	snprintf(path, len, "/tmp/intrfs-test-stderr-%d", getpid());
-	fd = open(path, O_CREAT | O_TRUNC | O_RDWR, 0600);
+	/* A name of its own (mkstemp): a fixed one in /tmp could be planted. */
+	snprintf(path, len, "/tmp/intrfs-test-stderr.XXXXXX");
+	fd = mkstemp(path);
 	ASSERT_GE(fd, 0);
 	saved = dup(2);
 	dup2(fd, 2);

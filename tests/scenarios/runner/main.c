@@ -5,6 +5,7 @@
 #include "scenario.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -51,7 +52,10 @@ static const char usage_text[] =
 	"\n"
 	"Exit status: 0 every scenario passed, 1 one failed, 2 a bad option or a\n"
 	"scenario that does not parse, 130 interrupted.  Run as root: it mounts,\n"
-	"pauses and restarts the server, and loads nftables rules.\n";
+	"pauses and restarts the server, and loads nftables rules.  Its files\n"
+	"(netfault's socket and logs, mount points, overlay layers) are in a\n"
+	"directory of its own, $TMPDIR/intrfs-scn.XXXXXX (else /tmp), made 0700\n"
+	"and removed at the end; --json FILE is never opened through a symlink.\n";
 
 static void on_stop(int sig)
 {
@@ -238,9 +242,16 @@ int main(int argc, char **argv)
 				"nftables rules\n");
 		return 2;
 	}
-	if (json_path) {
-		json = strcmp(json_path, "-") == 0 ? stdout :
-						     fopen(json_path, "a");
+	if (json_path && strcmp(json_path, "-") == 0) {
+		json = stdout;
+	} else if (json_path) {
+		/* Root appends here: never through a symbolic link. */
+		int fd = open(json_path,
+			      O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW |
+				      O_CLOEXEC,
+			      0644);
+
+		json = fd >= 0 ? fdopen(fd, "a") : NULL;
 		if (!json) {
 			fprintf(stderr, "intrfs-scenario: %s: %s\n", json_path,
 				strerror(errno));
@@ -256,14 +267,23 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	rig.srv = &srv;
 	rig.paths = &paths;
+	if (rig_run_dir_make(&rig, err, sizeof(err)) < 0) {
+		fprintf(stderr, "intrfs-scenario: %s\n", err);
+		return 2;
+	}
 	for (int i = optind; i < argc && !run_stop; i++) {
-		if (scn_parse_file(argv[i], &s, stderr) < 0)
-			return 2;
+		if (scn_parse_file(argv[i], &s, stderr) < 0) {
+			bad = true; /* changed since it was checked */
+			break;
+		}
 		if (run_scenario(&s, &rig, extra, json, keep, ++seq))
 			passed++;
 		else
 			failed++;
 	}
+	rig_run_dir_remove(&rig);
+	if (bad)
+		return 2;
 	if (json && json != stdout)
 		fclose(json);
 	if (argc - optind > 1 || run_stop)

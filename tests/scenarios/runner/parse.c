@@ -1,9 +1,13 @@
 /*
  * Scenario files: one directive a line (tests/scenarios/README.md).  A
  * mistake is reported as FILE:LINE:COL: message, the line, and a caret
- * under the token at fault; nothing is half parsed.
+ * under the token at fault; nothing is half parsed.  A netfault rule is
+ * checked by netfault's own parser (rule.c), so --check refuses what
+ * netfault would; a NUL byte in a file is a mistake too, not the end of
+ * its line.
  */
 #include "scenario.h"
+#include "netfault_i.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -394,6 +398,42 @@ static int d_workload(const struct cursor *c, struct scenario *s,
 	return 0;
 }
 
+/*
+ * The rule as netfault will take it, parsed by netfault's own parser now,
+ * so that a rule it refuses is a mistake of the file, not a failure after
+ * the mount: its message and column, under the rule's token t.
+ */
+static int rule_check(const struct cursor *c, const struct token *t,
+		      const char *rule)
+{
+	char err[1024], *what, *at;
+	struct nf_rule *r;
+	unsigned long col = 1;
+	int rc = nf_rule_parse(rule, &r, err, sizeof(err));
+
+	if (rc == 0) {
+		nf_rule_free(r);
+		return 0;
+	}
+	if (rc != -EINVAL)
+		return fail_at(c, t->p, "netfault's rule parser: %s",
+			       strerror(-rc));
+	/* "rule 'RULE': WHAT at column COL\n..." */
+	err[strcspn(err, "\n")] = '\0';
+	what = err + strlen("rule '") + strlen(rule) + strlen("': ");
+	if (what > err + strlen(err))
+		what = err;
+	at = strstr(what, " at column ");
+	if (at) {
+		col = strtoul(at + strlen(" at column "), NULL, 10);
+		*at = '\0';
+	}
+	if (col < 1 || col > strlen(rule) + 1)
+		col = 1;
+	return fail_at(c, t->p + col - 1, "netfault refuses the rule: %s",
+		       what);
+}
+
 static int d_fault(const struct cursor *c, struct scenario *s,
 		   const struct token *tk, unsigned n)
 {
@@ -440,6 +480,8 @@ static int d_fault(const struct cursor *c, struct scenario *s,
 				       "(netfault/RULES.md)");
 		f->kind = FK_NETFAULT;
 		rest_of(c, &tk[i + 1], f->rule, sizeof(f->rule));
+		if (rule_check(c, &tk[i + 1], f->rule) < 0)
+			return -1;
 		for (unsigned j = i + 1; j < n; j++)
 			if (tok_prefix(&tk[j], "at=") ||
 			    tok_prefix(&tk[j], "for=") ||
@@ -851,6 +893,22 @@ int scn_parse_file(const char *path, struct scenario *s, FILE *err)
 	}
 	text[len] = '\0';
 	fclose(f);
+	if (memchr(text, '\0', (size_t)len)) {
+		/* Not the end of the text: a mistake, where it is. */
+		const char *nul = text + strlen(text), *line = text;
+		struct cursor c = { .path = path, .lineno = 1, .err = err };
+
+		for (const char *p = text; p < nul; p++)
+			if (*p == '\n') {
+				c.lineno++;
+				line = p + 1;
+			}
+		c.line = line;
+		c.line_len = (size_t)(nul - line);
+		fail_at(&c, nul, "a NUL byte: a scenario file is text");
+		free(text);
+		return -1;
+	}
 	rc = scn_parse_text(path, text, s, err);
 	free(text);
 	return rc;

@@ -2,7 +2,9 @@
  * The rig a scenario runs on: netfault in front of the server, the
  * scenario's directory on the export, the intrfs mount through netfault,
  * and the server-side faults (pause, kill and restart, partitions).
- * Processes are found by the pids the rig noted, never by name.
+ * Processes are found by the pids the rig noted, never by name.  It runs
+ * as root: every file it makes is in the run's own directory (mkdtemp,
+ * 0700), which nobody else can plant a name in, and removed with it.
  */
 #include "scenario.h"
 #include "proc.h"
@@ -132,17 +134,42 @@ int rig_server_from_dir(struct rig_server *srv, const char *run_dir, char *err,
 	return 0;
 }
 
+int rig_run_dir_make(struct rig *r, char *err, size_t len)
+{
+	const char *tmp = getenv("TMPDIR");
+
+	if (!tmp || tmp[0] != '/' ||
+	    strlen(tmp) + sizeof("/intrfs-scn.XXXXXX") > sizeof(r->run_dir))
+		tmp = "/tmp";
+	snprintf(r->run_dir, sizeof(r->run_dir), "%s/intrfs-scn.XXXXXX", tmp);
+	if (!mkdtemp(r->run_dir)) {
+		snprintf(err, len, "mkdtemp %s: %s", r->run_dir,
+			 strerror(errno));
+		r->run_dir[0] = '\0';
+		return -1;
+	}
+	snprintf(r->nf_sock, sizeof(r->nf_sock), "%s/netfault.sock",
+		 r->run_dir);
+	snprintf(r->nf_log, sizeof(r->nf_log), "%s/netfault.log", r->run_dir);
+	return 0;
+}
+
+void rig_run_dir_remove(struct rig *r)
+{
+	if (r->run_dir[0] && rmdir(r->run_dir) < 0)
+		fprintf(stderr,
+			"intrfs-scenario: could not remove %s (%s): something "
+			"of the run is left in it\n",
+			r->run_dir, strerror(errno));
+	r->run_dir[0] = '\0';
+}
+
 int rig_netfault_start(struct rig *r, char *err, size_t len)
 {
 	char errlog[160];
 	pid_t pid;
 
-	snprintf(r->nf_sock, sizeof(r->nf_sock), "/tmp/intrfs-scn-%d.sock",
-		 (int)getpid());
-	snprintf(r->nf_log, sizeof(r->nf_log), "/tmp/intrfs-scn-%d.netfault",
-		 (int)getpid());
 	snprintf(errlog, sizeof(errlog), "%s.err", r->nf_log);
-	unlink(r->nf_sock);
 	pid = proc_netfault_start(r->paths->netfault, r->srv->host,
 				  r->srv->nfs_port, r->srv->mount_port,
 				  (const char *const[]){ "--control",
@@ -340,9 +367,9 @@ int rig_mount(struct rig *r, const char *opts, char *err, size_t len)
 	pid_t pid;
 
 	r->hung[0] = '\0';
-	snprintf(r->mnt, sizeof(r->mnt), "/tmp/intrfs-scn-mnt.XXXXXX");
-	if (!mkdtemp(r->mnt)) {
-		snprintf(err, len, "mkdtemp: %s", strerror(errno));
+	snprintf(r->mnt, sizeof(r->mnt), "%s/mnt.%u", r->run_dir, ++r->seq);
+	if (mkdir(r->mnt, 0755) < 0) {
+		snprintf(err, len, "mkdir %s: %s", r->mnt, strerror(errno));
 		r->mnt[0] = '\0';
 		return -1;
 	}
@@ -359,7 +386,8 @@ int rig_mount(struct rig *r, const char *opts, char *err, size_t len)
 		return -1;
 	}
 	if (pid == 0) {
-		int fd = open(r->mnt_log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		int fd = open(r->mnt_log,
+			      O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
 
 		dup2(fd, 1);
 		dup2(fd, 2);
@@ -401,9 +429,9 @@ int rig_overlay_mount(struct rig *r, char *err, size_t len)
 {
 	char up[200], wk[200], mg[200], opts[700];
 
-	snprintf(r->ovl, sizeof(r->ovl), "/tmp/intrfs-scn-ovl.XXXXXX");
-	if (!mkdtemp(r->ovl)) {
-		snprintf(err, len, "mkdtemp: %s", strerror(errno));
+	snprintf(r->ovl, sizeof(r->ovl), "%s/ovl.%u", r->run_dir, ++r->seq);
+	if (mkdir(r->ovl, 0755) < 0) {
+		snprintf(err, len, "mkdir %s: %s", r->ovl, strerror(errno));
 		r->ovl[0] = '\0';
 		return -1;
 	}
@@ -435,11 +463,14 @@ void rig_overlay_umount(struct rig *r)
 		umount2(p, MNT_DETACH);
 	r->ovl_mounted = false;
 	rmdir(p);
-	/* What copy-up left in the upper layer goes with it. */
-	snprintf(p, sizeof(p), "rm -rf -- '%s'", r->ovl);
-	if (system(p) != 0)
-		fprintf(stderr, "intrfs-scenario: could not remove %s\n",
-			r->ovl);
+	/*
+	 * What copy-up left in the upper layer goes with it; never across a
+	 * mount (merged, if its unmount failed: that is the export).
+	 */
+	nftw(r->ovl, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+	if (rmdir(r->ovl) < 0 && errno != ENOENT)
+		fprintf(stderr, "intrfs-scenario: could not remove %s: %s\n",
+			r->ovl, strerror(errno));
 	r->ovl[0] = '\0';
 }
 

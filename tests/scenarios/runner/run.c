@@ -626,10 +626,10 @@ static void json_out(const struct scenario *s, const struct outcome *o,
 			k ? "," : "", scn_result_name(p->rep.result),
 			p->rep.result > 0 ? p->rep.result : 0);
 		json_str(f, p->rep.call);
-		fprintf(f,
-			",\"signals_seen\":%u,\"done\":%llu,"
-			"\"elapsed_ms\":%.3f",
-			p->rep.sigs, (unsigned long long)p->rep.done, el);
+		fprintf(f, ",\"signals_seen\":%u,\"done\":%llu", p->rep.sigs,
+			(unsigned long long)p->rep.done);
+		if (o->t0)
+			fprintf(f, ",\"elapsed_ms\":%.3f", el);
 		if (lat >= 0)
 			fprintf(f, ",\"latency_ms\":%.3f", lat);
 		fprintf(f, ",\"export\":");
@@ -670,7 +670,8 @@ static void print_line(const struct scenario *s, const struct outcome *o)
 			break;
 		}
 	printf("%s %s  ", o->passed ? "PASS" : "FAIL", s->name);
-	if (o->error[0] && !p->ended) {
+	/* No time 0 (the rig failed first): nothing ran, nothing to time. */
+	if (o->error[0] && (!o->t0 || !p->ended)) {
 		printf("could not run: %s\n", o->error);
 		return;
 	}

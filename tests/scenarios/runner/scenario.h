@@ -189,6 +189,14 @@ struct rig {
 	bool kernel;
 	char kernel_opts[SCN_TEXT_MAX * 3 + 256]; /* what mount(2) got */
 	char dropped[SCN_TEXT_MAX]; /* options the kernel does not have */
+	/*
+	 * Every file of the run (netfault's socket and logs, mount points
+	 * and their logs, overlay layers), in a directory made for the run
+	 * (mkdtemp, 0700) and removed at its end: the runner is root, and a
+	 * name of its own in a shared directory could be planted there.
+	 */
+	char run_dir[96];
+	unsigned seq; /* the last mount point or overlay made in it */
 	/* netfault */
 	pid_t nf_pid;
 	unsigned nf_nfs_port, nf_mount_port;
@@ -219,6 +227,14 @@ int rig_overlay_mount(struct rig *r, char *err, size_t len);
 void rig_overlay_umount(struct rig *r);
 /* Where the workload runs: the overlay's merged directory, or the mount. */
 const char *rig_work_dir(const struct rig *r, char *buf, size_t len);
+
+/*
+ * The run's directory: $TMPDIR (or /tmp)/intrfs-scn.XXXXXX, made 0700;
+ * 0 or -1 (why in err).  rig_run_dir_remove() removes it, empty, at the
+ * end of the run.
+ */
+int rig_run_dir_make(struct rig *r, char *err, size_t len);
+void rig_run_dir_remove(struct rig *r);
 
 /* Reads RUN_DIR/instance.env of a start-server instance. */
 int rig_server_from_dir(struct rig_server *srv, const char *run_dir, char *err,
