@@ -250,15 +250,24 @@ struct lock_state {
 	unsigned abandoned; /* calls the janitor gave up (unmount) */
 	bool busy; /* the janitor is making a call */
 	bool stop;
-	/* Set by locks_start(), read-only after. */
-	bool nlm; /* the server's lock manager was found */
+	/*
+	 * The server's lock manager, found at the first lock (setup, a task
+	 * mutex, serialises the finding): nlm_ok once found, and callbacks,
+	 * written before it, read after it; nlm_missing (with setup) once
+	 * said it is not there.
+	 */
+	task_mutex_t setup;
+	_Atomic bool nlm_ok;
 	bool callbacks; /* GRANTED can come */
+	bool nlm_missing;
+	/* Set by locks_start(), read-only after. */
 	bool running; /* the janitor runs */
 	char oh_tag[64]; /* this daemon, in every owner handle */
 	task_t *task; /* the janitor's */
 	pthread_t janitor;
 	int journal_fd;
 	char *journal;
+	char prefix[256]; /* of the journals of this export */
 };
 
 /* Names in doubt (unsure.c): entries for them are not cached. */

@@ -64,6 +64,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 /* The end of a range that runs to the end of the file. */
@@ -112,7 +113,7 @@ struct lk_waiter {
 	task_cond_t cond;
 };
 
-enum jan_op { JAN_UNLOCK, JAN_CANCEL, JAN_RECLAIM };
+enum jan_op { JAN_UNLOCK, JAN_CANCEL, JAN_RECLAIM, JAN_RECOVER };
 
 /* A call the janitor makes. */
 struct jan_item {
@@ -529,6 +530,7 @@ static void jan_cancel(struct intrfs *fs, struct jan_item *it)
 }
 
 static void reclaim_all(struct intrfs *fs);
+static void journal_recover(struct intrfs *fs);
 
 static void *janitor_main(void *arg)
 {
@@ -561,6 +563,9 @@ static void *janitor_main(void *arg)
 			break;
 		case JAN_RECLAIM:
 			reclaim_all(fs);
+			break;
+		case JAN_RECOVER:
+			journal_recover(fs);
 			break;
 		}
 		task_mutex_lock_nofail(&L->lock);
@@ -816,6 +821,63 @@ static int set_lock(struct job *j, struct node *n, struct lk_owner *o,
 	return rc;
 }
 
+/* The server's lock manager. */
+
+static enum nc_nlm_stat on_granted(void *arg, const struct nc_fh *fh,
+				   const struct nc_nlm_lock *lk);
+static void on_rebooted(void *arg, int state);
+
+/*
+ * The server's lock manager, found at the first lock, in the caller's task
+ * (as Linux's lockd binds at its first call): a mount never waits for a
+ * server's rpcbind it may not need.  Until found, each lock looks again
+ * and fails with ENOLCK; once found, this host's side is started, once.
+ */
+static int nlm_ready(struct intrfs *fs)
+{
+	struct lock_state *L = &fs->locks;
+	struct nc_lockd_ops ops = { on_granted, on_rebooted, fs };
+	char err[512] = "";
+	int rc;
+
+	/* acquire: pairs with the release below; callbacks is set then. */
+	if (atomic_load_explicit(&L->nlm_ok, memory_order_acquire))
+		return 0;
+	rc = task_mutex_lock(&L->setup, TASK_KILLABLE, TASK_FOREVER);
+	if (rc)
+		return rc;
+	if (atomic_load_explicit(&L->nlm_ok, memory_order_relaxed))
+		goto out;
+	rc = nc_nlm_start(fs->nc, err, sizeof(err));
+	if (rc) {
+		/* Once, not at every lock. */
+		if (!L->nlm_missing)
+			fprintf(stderr,
+				"intrfs: no lock manager on server %s: %s: "
+				"locks fail with ENOLCK (nolock keeps them "
+				"local)\n",
+				nc_client_server(fs->nc), err);
+		L->nlm_missing = true;
+		rc = rc == -EINTR ? rc : -ENOLCK;
+		goto out;
+	}
+	err[0] = '\0';
+	rc = nc_lockd_start(fs->nc, &ops, err, sizeof(err));
+	L->callbacks = rc == 0;
+	if (rc)
+		fprintf(stderr,
+			"intrfs: no lock callbacks: %s: a blocked lock is "
+			"granted when it is sent again, every %d ms\n",
+			err, LK_RESEND_POLL_MS);
+	else if (err[0])
+		fprintf(stderr, "intrfs: %s\n", err);
+	rc = 0;
+	atomic_store_explicit(&L->nlm_ok, true, memory_order_release);
+out:
+	task_mutex_unlock(&L->setup);
+	return rc;
+}
+
 /* The FUSE requests. */
 
 /* The owner a request names, held until the request ends. */
@@ -848,8 +910,9 @@ static int lock_request(struct job *j, bool flock, pid_t pid, int type,
 	int rc;
 
 	/* Without the server's lock manager, no lock can be had. */
-	if (!j->fs->locks.nlm)
-		return -ENOLCK;
+	rc = nlm_ready(j->fs);
+	if (rc)
+		return rc;
 	o = job_owner(j, flock, pid);
 	if (!o)
 		return -ENOLCK;
@@ -896,8 +959,9 @@ int locks_getlk(struct job *j)
 	struct lk_owner *o;
 	int rc;
 
-	if (!L->nlm)
-		return -ENOLCK;
+	rc = nlm_ready(j->fs);
+	if (rc)
+		return rc;
 	o = job_owner(j, false, fl->l_pid);
 	if (!o)
 		return -ENOLCK;
@@ -1197,17 +1261,15 @@ static bool journal_live(const char *path)
 
 /*
  * This mount's journal, JOURNAL_DIR/locks-SERVER-PORT-EXPORT.PID: the
- * same server, port and export share the prefix, whose dead daemons'
- * journals this mount replays.
+ * same server, port and export share the prefix.  Local files only: made
+ * at mount, before any lock.
  */
-static void journal_open(struct intrfs *fs)
+static void journal_create(struct intrfs *fs)
 {
 	struct lock_state *L = &fs->locks;
-	char prefix[PATH_MAX], path[PATH_MAX + 32];
-	const char *export = nc_client_export(fs->nc);
 	const struct nc_opts *o = nc_client_opts(fs->nc);
+	char path[PATH_MAX + 32];
 	size_t plen;
-	DIR *d;
 
 	if (mkdir(JOURNAL_DIR, 0700) < 0 && errno != EEXIST) {
 		fprintf(stderr,
@@ -1216,26 +1278,16 @@ static void journal_open(struct intrfs *fs)
 			JOURNAL_DIR, strerror(errno));
 		return;
 	}
-	plen = (size_t)snprintf(prefix, sizeof(prefix), "locks-%s-%u-%s",
-				nc_client_server(fs->nc), o->port, export);
+	plen = (size_t)snprintf(L->prefix, sizeof(L->prefix), "locks-%s-%u-%s",
+				nc_client_server(fs->nc), o->port,
+				nc_client_export(fs->nc));
 	/* One file name: the export's slashes and the like become '_'. */
-	for (size_t i = 0; i < plen; i++)
+	for (size_t i = 0; i < plen && i < sizeof(L->prefix); i++)
 		if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 			    "0123456789.-",
-			    prefix[i]))
-			prefix[i] = '_';
-	d = opendir(JOURNAL_DIR);
-	for (struct dirent *e; d && (e = readdir(d));) {
-		if (strncmp(e->d_name, prefix, plen) != 0 ||
-		    e->d_name[plen] != '.')
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", JOURNAL_DIR, e->d_name);
-		if (!journal_live(path))
-			journal_replay(fs, path);
-	}
-	if (d)
-		closedir(d);
-	snprintf(path, sizeof(path), "%s/%s.%d", JOURNAL_DIR, prefix,
+			    L->prefix[i]))
+			L->prefix[i] = '_';
+	snprintf(path, sizeof(path), "%s/%s.%d", JOURNAL_DIR, L->prefix,
 		 (int)getpid());
 	L->journal = strdup(path);
 	L->journal_fd = L->journal ?
@@ -1252,62 +1304,77 @@ static void journal_open(struct intrfs *fs)
 	journal_reset(fs);
 }
 
+/*
+ * The journals of dead daemons of the same export: their owners' locks
+ * are released (the janitor's first item: a mount does not wait for it).
+ */
+static void journal_recover(struct intrfs *fs)
+{
+	struct lock_state *L = &fs->locks;
+	size_t plen = strlen(L->prefix);
+	char path[PATH_MAX + 32];
+	DIR *d = plen ? opendir(JOURNAL_DIR) : NULL;
+
+	for (struct dirent *e; d && (e = readdir(d));) {
+		if (strncmp(e->d_name, L->prefix, plen) != 0 ||
+		    e->d_name[plen] != '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", JOURNAL_DIR, e->d_name);
+		if (journal_live(path))
+			continue;
+		if (nlm_ready(fs)) {
+			fprintf(stderr,
+				"intrfs: the locks a daemon that died left "
+				"(%s) stay: no lock manager on server %s\n",
+				path, nc_client_server(fs->nc));
+			continue;
+		}
+		journal_replay(fs, path);
+	}
+	if (d)
+		closedir(d);
+}
+
 /* Start and stop. */
 
 int locks_start(struct intrfs *fs)
 {
 	struct lock_state *L = &fs->locks;
-	struct nc_lockd_ops ops = { on_granted, on_rebooted, fs };
 	struct task_attr attr = { "locks", REGION_POLICY_REGION, NULL };
-	char err[512] = "";
+	struct jan_item *it;
+	struct utsname u;
 	int rc;
 
 	task_mutex_init(&L->lock);
+	task_mutex_init(&L->setup);
 	task_cond_init(&L->jan_cond);
 	task_cond_init(&L->done_cond);
 	L->journal_fd = -1;
-	snprintf(L->oh_tag, sizeof(L->oh_tag), "@%.24s:%d.%llx",
-		 nc_nlm_caller_name(fs->nc), (int)getpid(),
-		 start_time(getpid()));
+	if (uname(&u) < 0)
+		snprintf(u.nodename, sizeof(u.nodename), "localhost");
+	snprintf(L->oh_tag, sizeof(L->oh_tag), "@%.24s:%d.%llx", u.nodename,
+		 (int)getpid(), start_time(getpid()));
 	if (fs->o.nolock || (fs->o.local_posix && fs->o.local_flock))
 		return 0;
 	L->task = task_create(&attr);
 	if (!L->task)
 		return -ENOMEM;
-	/* The janitor's task, entered here first for the set-up's calls. */
-	task_enter(L->task);
-	rc = nc_nlm_start(fs->nc, err, sizeof(err));
-	task_leave(L->task);
-	if (rc) {
-		fprintf(stderr,
-			"intrfs: no lock manager on server %s: %s: locks fail "
-			"with ENOLCK (nolock keeps them local)\n",
-			nc_client_server(fs->nc), err);
-		return 0;
-	}
-	snprintf(L->oh_tag, sizeof(L->oh_tag), "@%.24s:%d.%llx",
-		 nc_nlm_caller_name(fs->nc), (int)getpid(),
-		 start_time(getpid()));
-	L->nlm = true;
-	err[0] = '\0';
-	rc = nc_lockd_start(fs->nc, &ops, err, sizeof(err));
-	L->callbacks = rc == 0;
-	if (rc)
-		fprintf(stderr,
-			"intrfs: no lock callbacks: %s: a blocked lock is "
-			"granted when it is sent again, every %d ms\n",
-			err, LK_RESEND_POLL_MS);
-	else if (err[0])
-		fprintf(stderr, "intrfs: %s\n", err);
 	rc = pthread_create(&L->janitor, NULL, janitor_main, fs);
 	if (rc) {
 		fprintf(stderr, "intrfs: cannot start the lock janitor: %s\n",
 			strerror(rc));
-		L->nlm = false;
-		return 0;
+		return -rc;
 	}
 	L->running = true;
-	journal_open(fs);
+	journal_create(fs);
+	it = calloc(1, sizeof(*it));
+	if (it) {
+		it->op = JAN_RECOVER;
+		it->detached = true;
+		task_mutex_lock_nofail(&L->lock);
+		jan_queue(L, it);
+		task_mutex_unlock(&L->lock);
+	}
 	return 0;
 }
 

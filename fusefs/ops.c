@@ -1081,6 +1081,20 @@ static void op_access(fuse_req_t req, fuse_ino_t ino, int mask)
 	submit(j, true);
 }
 
+/*
+ * Extended attributes: none, NFSv3 carries none, and Linux's v3 client
+ * lists none.  getxattr stays unimplemented: the kernel stops asking after
+ * its first ENOSYS, where an answer would cost ls -l two requests an entry.
+ */
+static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	(void)ino;
+	if (size == 0)
+		fuse_reply_xattr(req, 0);
+	else
+		fuse_reply_buf(req, NULL, 0);
+}
+
 /* Locks (locks.c) */
 
 static void reply_lock(struct job *j)
@@ -1150,6 +1164,7 @@ const struct fuse_lowlevel_ops intrfs_ops = {
 	.statfs = op_statfs,
 	.access = op_access,
 	.create = op_create,
+	.listxattr = op_listxattr,
 	.getlk = op_getlk,
 	.setlk = op_setlk,
 	.flock = op_flock,

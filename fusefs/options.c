@@ -44,6 +44,7 @@ enum opt_kind {
 	OPT_SECONDS, /* name=S: a double field in [0, SECONDS_MAX] */
 	OPT_ACTIMEO, /* actimeo=S: every attribute cache time */
 	OPT_NOAC, /* noac: no attribute cache, no negative entries */
+	OPT_AC, /* ac: the attribute cache's default times again */
 	OPT_LOOKUPCACHE, /* lookupcache=all|positive|pos|none */
 	OPT_LOCK, /* lock: locks to the server's lock manager */
 	OPT_NOLOCK, /* nolock: every lock local */
@@ -146,10 +147,13 @@ static const struct opt_def opt_defs[] = {
 	NETCLIENT("rsize=N, wsize=N",
 		  "caps on READ/WRITE size (the server's choice, at most 1 MiB)"),
 	NETCLIENT("port=N, mountport=N", "NFS and MOUNT ports (0: ask rpcbind)"),
+	NETCLIENT("nlmport=N",
+		  "the lock manager's (NLM) port (0: ask rpcbind at the\n"
+		  "first lock)"),
 	NETCLIENT("retry=N",
 		  "minutes a hard mount keeps trying to reach the server (2)"),
 	KIND("actimeo", OPT_ACTIMEO,
-	     "actimeo=N, acregmin=N, acregmax=N, acdirmin=N, acdirmax=N, noac",
+	     "actimeo=N, acregmin=N, acregmax=N, acdirmin=N, acdirmax=N, noac, ac",
 	     "\nattribute cache seconds, files " STR(AC_REGMIN) ", directories "
 	     STR(AC_DIRMIN) "; FUSE keeps\n"
 	     "one time per file: the *max ones are accepted, the *min used"),
@@ -158,6 +162,7 @@ static const struct opt_def opt_defs[] = {
 	SECONDS("acdirmin", acdirmin),
 	SECONDS_UNKEPT("acdirmax"),
 	KIND("noac", OPT_NOAC, NULL, NULL),
+	KIND("ac", OPT_AC, NULL, NULL),
 	KIND("lookupcache", OPT_LOOKUPCACHE, "lookupcache=all|positive|none",
 	     "cache negative lookups or not"),
 	FLAG("nocto", nocto, "cto (default) | nocto",
@@ -172,7 +177,11 @@ static const struct opt_def opt_defs[] = {
 	KIND("nolock", OPT_NOLOCK, NULL, NULL),
 	KIND("local_lock", OPT_LOCAL_LOCK, "local_lock=none|all|flock|posix",
 	     "the kinds of lock kept in this kernel (none)"),
-	NETCLIENT("vers=3, proto=tcp", "the only ones there are"),
+	NETCLIENT("vers=3, proto=tcp, sec=sys",
+		  "the only ones there are; nfs(5)'s others that mean\n"
+		  "the same here are accepted (tcp, mountvers=3, noacl,\n"
+		  "nofsc, rdirplus, noresvport, [no]sharecache,\n"
+		  "namlen=, nconnect=1), the rest refused saying why"),
 
 	SECTION("Interruptibility (intrfs gives them their historic meaning):"),
 	NETCLIENT("killable (default)",
@@ -361,6 +370,7 @@ static int opt_set(struct intrfs *fs, struct fs_fuse_opts *fo,
 	case OPT_FLAG:
 	case OPT_UNFLAG:
 	case OPT_NOAC:
+	case OPT_AC:
 	case OPT_LOCK:
 	case OPT_NOLOCK:
 	case OPT_FUSE_FLAG:
@@ -406,6 +416,10 @@ static int opt_set(struct intrfs *fs, struct fs_fuse_opts *fo,
 		return rc;
 	case OPT_NOAC:
 		o->acregmin = o->acdirmin = 0;
+		return 0;
+	case OPT_AC:
+		o->acregmin = AC_REGMIN;
+		o->acdirmin = AC_DIRMIN;
 		return 0;
 	case OPT_LOOKUPCACHE:
 		if (val && strcmp(val, "all") == 0) {

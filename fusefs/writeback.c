@@ -13,7 +13,9 @@
  * caller's task and region, and the record send, the seed's scenario, is
  * the caller's.  A WRITE that fails after its answer is reported by the
  * file's next write, flush or fsync.  O_DIRECT writes are answered after
- * the reply, as Linux NFS answers them.  Writes are kept until a COMMIT
+ * the reply, as Linux NFS answers them, and so are O_APPEND writes, which
+ * go where the server's file ends (append_at_end()): another client's
+ * next append must find this one there.  Writes are kept until a COMMIT
  * says the server has them: at fsync, at flush (so close() reports errors),
  * and at the bounds above.  A write whose verifier differs from the
  * COMMIT's was lost when the server restarted: it is sent again, FILE_SYNC.
@@ -427,7 +429,12 @@ int wb_write(struct job *j, struct node *n)
 	struct wb_node *w = &n->wb;
 	struct extent *e = (struct extent *)j->buf;
 	struct nc_sent_notify sent = { write_sent, j };
-	bool behind = !(j->fi.flags & O_DIRECT);
+	/*
+	 * O_DIRECT writes are answered with the server's reply, as Linux NFS
+	 * answers them, and so are appends: the next append, from any
+	 * client, must find this one's end on the server.
+	 */
+	bool behind = !(j->fi.flags & (O_DIRECT | O_APPEND));
 	struct nc_write_res res;
 	bool commit;
 	int rc;

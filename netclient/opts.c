@@ -69,6 +69,8 @@ enum opt_kind {
 	OPT_ONLY, /* key=only: accepted, any other value refused */
 	OPT_POLICY, /* policy=percall|region|sigmask; not written back */
 	OPT_SEND, /* send=interruptible|killable|uninterruptible */
+	OPT_SAME, /* what this client does anyway: accepted, no effect */
+	OPT_NO, /* means what this client cannot do: refused, saying why */
 };
 
 struct opt_def {
@@ -80,7 +82,8 @@ struct opt_def {
 	unsigned granule; /* OPT_NUMBER: rounded down to a multiple */
 	bool omit_zero; /* OPT_NUMBER: 0 is "unset", not written */
 	const char *only; /* OPT_ONLY: the one value accepted */
-	const char *why; /* OPT_ONLY: why the others are refused */
+	const char *why; /* OPT_ONLY, OPT_NO: why it is refused */
+	bool value_any; /* OPT_SAME: takes a value (any), else none */
 	bool format; /* OPT_ONLY: written by nc_opts_format() */
 };
 
@@ -105,6 +108,14 @@ struct opt_def {
 #define SEND(n)                             \
 	{                                   \
 		.name = n, .kind = OPT_SEND \
+	}
+#define SAME(n, anyval)                                          \
+	{                                                        \
+		.name = n, .kind = OPT_SAME, .value_any = anyval \
+	}
+#define NO(n, w)                                    \
+	{                                           \
+		.name = n, .kind = OPT_NO, .why = w \
 	}
 #define ONLY(n, v, w, f)                                                      \
 	{                                                                     \
@@ -136,6 +147,38 @@ static const struct opt_def opt_defs[] = {
 	ONLY("nfsvers", ONLY_VERS, "intrfs speaks NFS version 3 only", false),
 	ONLY("proto", ONLY_PROTO, "intrfs uses TCP only", true),
 	ONLY("mountproto", ONLY_PROTO, "intrfs uses TCP only", false),
+	ONLY("mountvers", ONLY_VERS, "intrfs speaks MOUNT version 3 only",
+	     false),
+	ONLY("sec", "sys", "intrfs speaks AUTH_SYS only", false),
+	ONLY("nconnect", "1", "intrfs makes one connection per mount", false),
+	/*
+	 * nfs(5) options an fstab line for an NFSv3 mount may carry: what
+	 * this client does anyway is accepted, what it cannot do is refused
+	 * with the reason.
+	 */
+	SAME("tcp", false),
+	SAME("v3", false),
+	SAME("noacl", false),
+	SAME("nofsc", false),
+	SAME("sharecache", false), /* each mount is a client of its own */
+	SAME("nosharecache", false),
+	SAME("rdirplus", false),
+	SAME("noresvport", false),
+	SAME("namlen", true), /* NFSv2's; v3 asks PATHCONF */
+	NO("udp", "intrfs uses TCP only (proto=tcp)"),
+	NO("rdma", "intrfs uses TCP only (proto=tcp)"),
+	NO("v2", "intrfs speaks NFS version 3 only (vers=3)"),
+	NO("v4", "intrfs speaks NFS version 3 only (vers=3)"),
+	NO("acl", "intrfs has no NFSACL side protocol (noacl)"),
+	NO("fsc", "intrfs has no FS-Cache (nofsc)"),
+	NO("nordirplus", "intrfs always reads directories with READDIRPLUS"),
+	NO("resvport", "intrfs connects from unreserved ports (noresvport)"),
+	NO("addr", "the server is the one in SERVER:/PATH"),
+	NO("mountaddr", "the server is the one in SERVER:/PATH"),
+	NO("clientaddr", "it is NFSv4's; intrfs speaks NFS version 3"),
+	NO("minorversion", "it is NFSv4's; intrfs speaks NFS version 3"),
+	NO("migration", "it is NFSv4's; intrfs speaks NFS version 3"),
+	NO("nomigration", "it is NFSv4's; intrfs speaks NFS version 3"),
 	POLICY("policy"),
 	SEND("send"),
 };
@@ -268,6 +311,18 @@ static int opt_set(struct nc_opts *o, const struct opt_def *d, const char *val,
 		}
 		o->linux_waits = false;
 		return 0;
+	case OPT_SAME:
+		if (!d->value_any && val) {
+			snprintf(err, errlen,
+				 "option '%s' takes no value, not '%s=%s'",
+				 d->name, d->name, val);
+			return -EINVAL;
+		}
+		return 0;
+	case OPT_NO:
+		snprintf(err, errlen, "option '%s' is not supported: %s",
+			 d->name, d->why);
+		return -EINVAL;
 	case OPT_SEND:
 		for (int m = TASK_INTERRUPTIBLE; m <= TASK_UNINTERRUPTIBLE; m++)
 			if (val && strcmp(val, task_mode_name(m)) == 0) {
@@ -390,6 +445,8 @@ void nc_opts_format(const struct nc_opts *o, char *buf, size_t len)
 				       d->only);
 			break;
 		case OPT_POLICY:
+		case OPT_SAME:
+		case OPT_NO:
 			break;
 		case OPT_SEND:
 			/* Only a variant: the default is not written. */

@@ -16,6 +16,7 @@
 #include <sys/statvfs.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #define OTHER_GID 1234
@@ -565,6 +566,22 @@ TEST_IMPL(mount_bad_options)
 		{ "vers=4", "vers" },
 		{ "proto=udp", "proto" },
 		{ "soft,hard,rsize=x", "option 'rsize'" },
+		/* nfs(5) options this client cannot honour, and why. */
+		{ "sec=krb5", "option 'sec=krb5' is not supported: intrfs "
+			      "speaks AUTH_SYS only" },
+		{ "nfsvers=4.1", "NFS version 3 only" },
+		{ "vers=3,udp", "option 'udp' is not supported: intrfs uses "
+				"TCP only" },
+		{ "mountvers=1", "MOUNT version 3 only" },
+		{ "nconnect=4", "one connection per mount" },
+		{ "acl", "no NFSACL" },
+		{ "fsc", "no FS-Cache" },
+		{ "clientaddr=1.2.3.4", "NFSv4's" },
+		{ "local_lock=some", "option 'local_lock' is none, all, flock "
+				     "or posix" },
+		{ "nolock=1", "option 'nolock' takes no value" },
+		{ "max_read=0", "option 'max_read' needs a number" },
+		{ "cto=1", "option 'cto' takes no value" },
 	};
 	char log[8192];
 	struct mnt m;
@@ -578,6 +595,109 @@ TEST_IMPL(mount_bad_options)
 		ASSERT_NE(st, 0);
 		ASSERT_CONTAINS(log, cases[i].want);
 	}
+	return 0;
+}
+
+/*
+ * An fstab line written for Linux's NFS client mounts as it is: what means
+ * the same for this client is accepted (and the mount works), and max_read=
+ * caps the reads the kernel asks for.
+ */
+TEST_IMPL(mount_nfs5_options)
+{
+	static const char *const lines[] = {
+		"vers=3,nfsvers=3,proto=tcp,tcp,mountproto=tcp,mountvers=3,"
+		"sec=sys,hard,timeo=600,retrans=2,lock,local_lock=none,noacl,"
+		"nofsc,rdirplus,noresvport,namlen=255,sharecache,ac,_netdev,"
+		"defaults,nofail,x-systemd.automount",
+		"nolock,nosharecache,nconnect=1,v3,noac,cto",
+		"local_lock=flock,nocto,actimeo=5,lookupcache=positive",
+	};
+	struct test_server s;
+	struct mnt m;
+	char *got;
+
+	srv_get(&s);
+	for (unsigned i = 0; i < ARRAY_SIZE(lines); i++) {
+		mnt_start(&m, &s, lines[i]);
+		write_file(mpath(&m, "f"), "fstab\n", 6);
+		ASSERT_EQ(read_file(mpath(&m, "f"), &got), 6);
+		ASSERT_MEM_EQ(got, "fstab\n", 6);
+		free(got);
+		assert_same_bytes(lpath(&m, "f"), "fstab\n", 6);
+		mnt_stop(&m);
+	}
+	return 0;
+}
+
+/*
+ * max_read=N mounts (libfuse refused INIT unless init() asked for the
+ * same) and caps each read request: a 1 MiB O_DIRECT read of a file takes
+ * 1 MiB / N READ calls.
+ */
+TEST_IMPL(mount_max_read)
+{
+	static const struct {
+		const char *opts;
+		uint64_t reads; /* READ calls for 1 MiB at least */
+	} rows[] = {
+		{ "", 1 },
+		{ "max_read=131072", 8 },
+		{ "max_read=65536", 16 },
+	};
+	struct test_server s;
+	struct mnt m;
+	char *buf;
+
+	srv_get(&s);
+	ASSERT_EQ(posix_memalign((void **)&buf, 4096, 1 << 20), 0);
+	memset(buf, 'm', 1 << 20);
+	for (unsigned i = 0; i < ARRAY_SIZE(rows); i++) {
+		uint64_t before;
+		int fd;
+
+		mnt_start(&m, &s, rows[i].opts);
+		write_file(lpath(&m, "big"), buf, 1 << 20);
+		fd = open(mpath(&m, "big"), O_RDONLY | O_DIRECT);
+		ASSERT_GE(fd, 0);
+		before = mnt_proc_ops(&m, "READ");
+		ASSERT_EQ(read(fd, buf, 1 << 20), 1 << 20);
+		close(fd);
+		if (mnt_proc_ops(&m, "READ") - before < rows[i].reads)
+			TEST__FAIL(
+				"-o '%s': 1 MiB in %llu READs, not %llu or "
+				"more",
+				rows[i].opts,
+				(unsigned long long)(mnt_proc_ops(&m, "READ") -
+						     before),
+				(unsigned long long)rows[i].reads);
+		if (rows[i].reads > 1 &&
+		    mnt_proc_ops(&m, "READ") - before > rows[i].reads + 1)
+			TEST__FAIL("-o '%s': more READs than max_read asks",
+				   rows[i].opts);
+		mnt_stop(&m);
+	}
+	free(buf);
+	return 0;
+}
+
+/*
+ * Extended attributes: none, as Linux's NFSv3 client lists none: an empty
+ * list (not EOPNOTSUPP) for files and directories.
+ */
+TEST_IMPL(mount_listxattr_empty)
+{
+	struct test_server s;
+	struct mnt m;
+	char list[256];
+
+	srv_get(&s);
+	mnt_start(&m, &s, "");
+	write_file(mpath(&m, "f"), "x", 1);
+	ASSERT_EQ(listxattr(mpath(&m, "f"), list, sizeof(list)), 0);
+	ASSERT_EQ(listxattr(mpath(&m, "f"), NULL, 0), 0);
+	ASSERT_EQ(llistxattr(mpath(&m, ""), list, sizeof(list)), 0);
+	mnt_stop(&m);
 	return 0;
 }
 
