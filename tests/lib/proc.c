@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -288,6 +289,15 @@ pid_t proc_netfault_start(const char *bin, const char *host, unsigned nfs_port,
 	 * or planted: a symbolic link towards a file of root's) is removed,
 	 * never written through.
 	 */
+	/* Only ever a log of ours: never a device or a directory. */
+	{
+		struct stat st;
+
+		if (lstat(errlog, &st) == 0 && !S_ISREG(st.st_mode)) {
+			snprintf(err, len, "%s: not a regular file", errlog);
+			return -1;
+		}
+	}
 	unlink(errlog);
 	efd = open(errlog, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 		   0644);

@@ -9,6 +9,7 @@
 #ifndef INTRFS_TEST_TESTENV_H
 #define INTRFS_TEST_TESTENV_H
 
+#include <stdbool.h>
 #include <sys/types.h>
 
 struct test_server {
@@ -17,6 +18,7 @@ struct test_server {
 	unsigned nfs_port, mount_port;
 	unsigned nlm_port; /* its lock manager's */
 	pid_t ganesha; /* its pid, to stall (SIGSTOP) and resume it */
+	bool hosts; /* a host of its own (hosts_up(), tests/mount) */
 };
 
 /* The value of name; fails the test if it is unset or empty. */

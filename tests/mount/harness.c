@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +35,9 @@
 #ifndef INTRFSCTL_BIN
 #error "INTRFSCTL_BIN: the path of intrfsctl, from tests/meson.build"
 #endif
+#if !defined(TWO_HOSTS) || !defined(HOSTS_DIR)
+#error "TWO_HOSTS, HOSTS_DIR: tests/lib/two-hosts and its directory"
+#endif
 
 static const struct test_server *live_srv;
 static pid_t nf_pid;
@@ -41,6 +45,8 @@ static bool partitioned;
 static char nft_table[64];
 static struct mnt *live[MAX_LIVE];
 static unsigned seq;
+/* This process's own network while it is in the client host's, or -1. */
+static int home_netns = -1;
 
 /* An ASSERT aborts: resume the server and let go of the mounts first. */
 static void on_abort(int sig)
@@ -58,6 +64,9 @@ static void on_abort(int sig)
 	}
 	if (nf_pid > 0)
 		kill(nf_pid, SIGTERM);
+	if (home_netns >= 0 &&
+	    system(TWO_HOSTS " down " HOSTS_DIR " >/dev/null 2>&1") != 0)
+		fprintf(stderr, "# two-hosts down failed\n");
 	signal(sig, SIG_DFL);
 	raise(sig);
 }
@@ -240,6 +249,86 @@ void spare_stop(struct test_server *s)
 		live_srv = NULL;
 }
 
+/* Two hosts. */
+
+/* Runs two-hosts CMD with args, and reads what it prints into s. */
+static void hosts_run(struct test_server *s, const char *cmd, const char *args)
+{
+	static char export_dir[600], netns[600];
+	char line[600], run[1200];
+	FILE *f;
+
+	snprintf(run, sizeof(run), "%s %s %s %s 2>&1", TWO_HOSTS, cmd,
+		 HOSTS_DIR, args);
+	fflush(NULL);
+	f = popen(run, "r");
+	ASSERT_NOT_NULL(f);
+	while (fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = '\0';
+		if (strncmp(line, "pid=", 4) == 0)
+			s->ganesha = (pid_t)atoi(line + 4);
+		else if (strncmp(line, "export=", 7) == 0)
+			snprintf(export_dir, sizeof(export_dir), "%s",
+				 line + 7);
+		else if (strncmp(line, "client_netns=", 13) == 0)
+			snprintf(netns, sizeof(netns), "%s", line + 13);
+		else if (strncmp(line, "nfs_port=", 9) == 0)
+			s->nfs_port = (unsigned)atoi(line + 9);
+		else if (strncmp(line, "mount_port=", 11) == 0)
+			s->mount_port = (unsigned)atoi(line + 11);
+		else if (strncmp(line, "nlm_port=", 9) == 0)
+			s->nlm_port = (unsigned)atoi(line + 9);
+		else if (strncmp(line, "server=", 7) != 0)
+			fprintf(stderr, "# %s\n", line);
+	}
+	if (pclose(f) != 0)
+		TEST__FAIL("%s failed", run);
+	s->export_dir = export_dir;
+	if (strcmp(cmd, "up") == 0) {
+		int fd = open(netns, O_RDONLY | O_CLOEXEC);
+
+		ASSERT_GE(fd, 0);
+		ASSERT_EQ(setns(fd, CLONE_NEWNET), 0);
+		close(fd);
+	}
+}
+
+void hosts_up(struct test_server *s, unsigned grace)
+{
+	char args[32];
+
+	snprintf(args, sizeof(args), "--grace %u", grace);
+	ASSERT_EQ(home_netns, -1);
+	home_netns = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	ASSERT_GE(home_netns, 0);
+	hosts_run(s, "up", args);
+	s->server = "10.77.0.2";
+	s->hosts = true;
+	live_srv = s;
+}
+
+void hosts_restart(struct test_server *s, unsigned grace, bool notify)
+{
+	char args[48];
+
+	snprintf(args, sizeof(args), "--grace %u%s", grace,
+		 notify ? "" : " --no-notify");
+	hosts_run(s, "restart", args);
+}
+
+void hosts_down(struct test_server *s)
+{
+	ASSERT_GE(home_netns, 0);
+	ASSERT_EQ(setns(home_netns, CLONE_NEWNET), 0);
+	close(home_netns);
+	home_netns = -1;
+	if (system(TWO_HOSTS " down " HOSTS_DIR " >/dev/null 2>&1") != 0)
+		TEST__FAIL("two-hosts down failed");
+	s->hosts = false;
+	if (live_srv == s)
+		live_srv = NULL;
+}
+
 /* Partitions. */
 
 /*
@@ -272,6 +361,19 @@ void net_partition(unsigned port)
 		 "  chain out { type filter hook output priority -10; "
 		 "tcp dport %u drop; tcp sport %u drop; }\n",
 		 port, port, port, port);
+	net_load(rules);
+}
+
+void net_block_flow(unsigned local_port, unsigned remote_port)
+{
+	char rules[512];
+
+	snprintf(rules, sizeof(rules),
+		 "  chain in { type filter hook input priority -10; "
+		 "tcp sport %u tcp dport %u drop; }\n"
+		 "  chain out { type filter hook output priority -10; "
+		 "tcp sport %u tcp dport %u drop; }\n",
+		 remote_port, local_port, local_port, remote_port);
 	net_load(rules);
 }
 

@@ -50,6 +50,11 @@ void spare_stop(struct test_server *s);
  * is reset when it sends), the server's are dropped.
  */
 void net_partition(unsigned port);
+/*
+ * One connection only: the packets of local TCP port local_port to
+ * remote_port, and back, are dropped.
+ */
+void net_block_flow(unsigned local_port, unsigned remote_port);
 void net_partition_reject(unsigned port);
 /* The connection attempts (SYNs) to port since net_partition_reject(). */
 uint64_t net_partition_syns(void);
@@ -62,6 +67,21 @@ void net_heal(void);
 void nf_front(struct test_server *via, const struct test_server *s,
 	      const char *rule);
 void nf_front_stop(void);
+/*
+ * The server as a host of its own (tests/lib/two-hosts): a server host and
+ * a client host in network namespaces of this machine (10.77.0.2 and
+ * 10.77.0.1).  hosts_up() starts them with a grace period of grace seconds
+ * after each start (0: none), fills s, and moves this process, and so every
+ * daemon and child it starts after, into the client host's network (its
+ * mounts stay in this mount namespace).  hosts_restart() kills the
+ * server's ganesha and starts it again (grace as above), and with notify
+ * has the server's status monitor tell the clients it recorded, as a
+ * rebooted host does.  hosts_down() stops it all and moves back.  An ASSERT
+ * stops them too.
+ */
+void hosts_up(struct test_server *s, unsigned grace);
+void hosts_restart(struct test_server *s, unsigned grace, bool notify);
+void hosts_down(struct test_server *s);
 /* Stops (SIGSTOP) or resumes (SIGCONT) the server. */
 void srv_stall(const struct test_server *s);
 void srv_resume(const struct test_server *s);

@@ -516,3 +516,266 @@ TEST_IMPL(locks_local_lock)
 	}
 	return 0;
 }
+
+/* The server as a host of its own: callbacks, reclaims. */
+
+/* The daemon logs what within ms, or the test fails with its log. */
+static void log_says(const struct mnt *m, const char *what, unsigned ms)
+{
+	mnt_wait_log(m, what, ms);
+}
+
+/*
+ * With the server a host of its own, a mount serves the lock manager's
+ * callbacks: a waiter is granted by the server's GRANTED_MSG, answered with
+ * GRANTED_RES, with no LOCK sent again (that is 30 s away then).  The
+ * first mount of the client host to lock serves them; the others poll.
+ */
+TEST_IMPL(locks_hosts_callback_grant)
+{
+	struct test_server s;
+	struct mnt a, b, c;
+	struct waiter w;
+	struct wres r;
+	uint64_t locks, t0;
+	int fa;
+
+	srv_get(&s);
+	hosts_up(&s, 0);
+	mnt_start(&b, &s, "");
+	mnt_start_shared(&a, &b, &s, "");
+	mnt_start_shared(&c, &b, &s, "");
+	/* B locks first: it serves the callbacks. */
+	write_file(mpath(&a, "g"), "x", 1);
+	ASSERT_EQ(c_can_lock(&b, "g", 0, 0), 0);
+	write_file(mpath(&a, "f"), "x", 1);
+	fa = open_rw(mpath(&a, "f"));
+	ASSERT_EQ(fcntl_lock(fa, F_SETLK, F_WRLCK, 0, 0), 0);
+	/* A found B's registration: it polls. */
+	mnt_wait_log(&a, "no lock callbacks", 2000);
+	locks = mnt_proc_ops(&b, "LOCK");
+	waiter_start(&w, mpath(&b, "f"), BY_FCNTL, 1);
+	waiter_blocked(&w, &b, locks);
+	ASSERT(!waiter_result(&w, 300, &r));
+	t0 = region_now_ns();
+	close(fa);
+	if (!waiter_result(&w, 5000, &r))
+		TEST__FAIL("the waiter was not granted within 5 s of the "
+			   "holder letting go");
+	ASSERT_EQ(r.err, 0);
+	fprintf(stderr,
+		"# granted by the callback %.0f ms after the holder "
+		"let go\n",
+		(double)(region_now_ns() - t0) / 1e6);
+	/* One LOCK, BLOCKED; the grant came as a callback. */
+	ASSERT_UINT64_EQ(mnt_proc_ops(&b, "LOCK") - locks, 1);
+	ASSERT_UINT64_EQ(mnt_proc_ops(&b, "GRANTED_RES"), 1);
+	ASSERT_EQ(c_can_lock(&c, "f", 0, 0), EAGAIN);
+	waiter_kill(&w);
+	c_waits_for(&c, "f", 2000);
+	mnt_stop(&c);
+	mnt_stop(&a);
+	mnt_stop(&b);
+	hosts_down(&s);
+	return 0;
+}
+
+/*
+ * The local port of pid's TCP connection to remote_port (its socket's
+ * inode among pid's descriptors, in /proc/net/tcp), or 0.
+ */
+static unsigned tcp_port_to(pid_t pid, unsigned remote_port)
+{
+	char path[64], link[64], line[512];
+	unsigned port = 0;
+	FILE *f = fopen("/proc/net/tcp", "r");
+
+	if (!f)
+		return 0;
+	while (!port && fgets(line, sizeof(line), f)) {
+		unsigned lport, rport;
+		unsigned long inode;
+
+		if (sscanf(line,
+			   " %*d: %*x:%x %*x:%x %*x %*x:%*x %*x:%*x %*x %*u "
+			   "%*u %lu",
+			   &lport, &rport, &inode) != 3 ||
+		    rport != remote_port || !inode)
+			continue;
+		for (int fd = 0; fd < 256 && !port; fd++) {
+			char want[64];
+			ssize_t n;
+
+			snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid,
+				 fd);
+			n = readlink(path, link, sizeof(link) - 1);
+			if (n <= 0)
+				continue;
+			link[n] = '\0';
+			snprintf(want, sizeof(want), "socket:[%lu]", inode);
+			if (strcmp(link, want) == 0)
+				port = lport;
+		}
+	}
+	fclose(f);
+	return port;
+}
+
+/*
+ * A GRANTED that comes after its waiter left is answered DENIED, and the
+ * server lets go of the lock.  The waiter is interrupted (intr) while its
+ * mount's connection to the lock manager is cut (its CANCEL waits on the
+ * way), the holder lets go meanwhile, the server grants the lock that
+ * nobody waits for any more: the third client takes it, before the CANCEL
+ * even arrives.  The waiter's EINTR is answered once its CANCEL went.
+ */
+TEST_IMPL(locks_hosts_late_grant)
+{
+	struct test_server s;
+	struct mnt a, b, c;
+	struct waiter w;
+	struct wres r;
+	unsigned port;
+	uint64_t locks;
+	int fa;
+
+	srv_get(&s);
+	hosts_up(&s, 0);
+	mnt_start(&b, &s, "intr");
+	mnt_start_shared(&a, &b, &s, "");
+	mnt_start_shared(&c, &b, &s, "");
+	/* B locks first: it serves the callbacks. */
+	write_file(mpath(&a, "g"), "x", 1);
+	ASSERT_EQ(c_can_lock(&b, "g", 0, 0), 0);
+	write_file(mpath(&a, "f"), "x", 1);
+	fa = open_rw(mpath(&a, "f"));
+	ASSERT_EQ(fcntl_lock(fa, F_SETLK, F_WRLCK, 0, 0), 0);
+	locks = mnt_proc_ops(&b, "LOCK");
+	waiter_start(&w, mpath(&b, "f"), BY_FCNTL, 1);
+	waiter_blocked(&w, &b, locks);
+	port = tcp_port_to(b.pid, s.nlm_port);
+	ASSERT_NE(port, 0);
+	net_block_flow(port, s.nlm_port);
+	kill(w.pid, SIGUSR1);
+	/* Its CANCEL is on the way, held up: the holder lets go now. */
+	test_sleep_ms(300);
+	close(fa);
+	c_waits_for(&c, "f", 5000);
+	/* The grant came for nobody: answered DENIED. */
+	ASSERT_UINT64_EQ(mnt_proc_ops(&b, "GRANTED_RES"), 1);
+	/* No answer to the waiter before its CANCEL is through. */
+	ASSERT(!waiter_result(&w, 200, &r));
+	net_heal();
+	if (!waiter_result(&w, 15000, &r))
+		TEST__FAIL("the interrupted waiter did not return once its "
+			   "CANCEL could go");
+	ASSERT_EQ(r.err, EINTR);
+	ASSERT_UINT64_EQ(mnt_proc_ops(&b, "CANCEL"), 1);
+	waiter_kill(&w);
+	mnt_stop(&c);
+	mnt_stop(&a);
+	mnt_stop(&b);
+	hosts_down(&s);
+	return 0;
+}
+
+/*
+ * The server crashes and comes back: its status monitor tells the client
+ * host, whose status monitor calls the mount back, which reclaims its
+ * lock in the grace period; no other client gets it meanwhile (their
+ * LOCK is answered DENIED_GRACE_PERIOD and asked again), nor after.
+ * Without a grace period (the server refuses every reclaim) the lock is
+ * lost, logged, as Linux's lockd logs "failed to reclaim lock": then the
+ * other client gets it.
+ */
+TEST_IMPL(locks_hosts_reclaim)
+{
+	static const struct {
+		unsigned grace; /* at the restart; 0: none */
+		bool reclaimed;
+	} rows[] = {
+		{ 6, true },
+		{ 0, false },
+	};
+	struct test_server s;
+
+	srv_get(&s);
+	hosts_up(&s, 0);
+	for (unsigned i = 0; i < ARRAY_SIZE(rows); i++) {
+		struct mnt b, c;
+		struct waiter holder;
+		struct wres r;
+		uint64_t t0;
+		int err;
+
+		mnt_start(&b, &s, "");
+		mnt_start_shared(&c, &b, &s, "");
+		write_file(mpath(&b, "f"), "x", 1);
+		waiter_start(&holder, mpath(&b, "f"), BY_FCNTL, 1);
+		if (!waiter_result(&holder, 5000, &r) || r.err)
+			TEST__FAIL("the holder did not get the lock");
+		ASSERT_EQ(c_can_lock(&c, "f", 0, 0), EAGAIN);
+		hosts_restart(&s, rows[i].grace, true);
+		log_says(&b, "rebooted", 15000);
+		if (rows[i].reclaimed) {
+			log_says(&b, "1 locks reclaimed, 0 lost", 15000);
+			/* In grace, then after it: the holder's. */
+			t0 = region_now_ns();
+			err = c_can_lock(&c, "f", 0, 0);
+			ASSERT_EQ(err, EAGAIN);
+			fprintf(stderr,
+				"# C refused %.1f s after the "
+				"restart, the grace period over\n",
+				(double)(region_now_ns() - t0) / 1e9);
+			waiter_kill(&holder);
+			c_waits_for(&c, "f", 5000);
+		} else {
+			log_says(&b, "failed to reclaim", 15000);
+			log_says(&b, "0 locks reclaimed, 1 lost", 15000);
+			c_waits_for(&c, "f", 5000);
+			waiter_kill(&holder);
+		}
+		mnt_stop(&c);
+		mnt_stop(&b);
+		/* The next row's server starts without the last's grace. */
+		hosts_restart(&s, 0, false);
+	}
+	hosts_down(&s);
+	return 0;
+}
+
+/*
+ * A daemon that dies leaves its locks on the server; the next mount of the
+ * same export on this host releases them from the dead daemon's journal.
+ */
+TEST_IMPL(locks_dead_daemon_released)
+{
+	struct test_server s;
+	struct mnt a, a2, c;
+	struct waiter holder;
+	struct wres r;
+	unsigned ms;
+
+	srv_get(&s);
+	mnt_start(&a, &s, "");
+	mnt_start_shared(&c, &a, &s, "");
+	write_file(mpath(&a, "f"), "x", 1);
+	waiter_start(&holder, mpath(&a, "f"), BY_FCNTL, 1);
+	if (!waiter_result(&holder, 5000, &r) || r.err)
+		TEST__FAIL("the holder did not get the lock");
+	/* The daemon dies, its lock stays on the server. */
+	kill(a.pid, SIGKILL);
+	waitpid(a.pid, NULL, 0);
+	a.pid = 0;
+	waiter_kill(&holder);
+	mnt_stop(&a);
+	ASSERT_EQ(c_can_lock(&c, "f", 0, 0), EAGAIN);
+	/* The next mount of the export releases it. */
+	mnt_start_shared(&a2, &c, &s, "");
+	ms = c_waits_for(&c, "f", 5000);
+	fprintf(stderr, "# released %u ms after the next mount\n", ms);
+	mnt_wait_log(&a2, "releasing the locks a daemon that died left", 1000);
+	mnt_stop(&a2);
+	mnt_stop(&c);
+	return 0;
+}
