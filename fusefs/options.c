@@ -166,22 +166,22 @@ static const struct opt_def opt_defs[] = {
 	KIND("lookupcache", OPT_LOOKUPCACHE, "lookupcache=all|positive|none",
 	     "cache negative lookups or not"),
 	FLAG("nocto", nocto, "cto (default) | nocto",
-	     "close-to-open: every open asks the server for the\n"
-	     "file's attributes and drops what the kernel cached\n"
-	     "if another client changed it; nocto trusts the cache"),
+	     "\nclose-to-open: every open asks the server for the file's\n"
+	     "attributes and drops what the kernel cached if another\n"
+	     "client changed it; nocto trusts the cache"),
 	UNFLAG("cto", nocto),
 	KIND("lock", OPT_LOCK, "lock (default) | nolock",
-	     "fcntl(), lockf() and flock() locks go to the server's\n"
-	     "lock manager (NLM), so that other clients see them;\n"
-	     "nolock keeps them in this kernel (local_lock=all)"),
+	     "\nfcntl(), lockf() and flock() locks go to the server's lock\n"
+	     "manager (NLM), so that other clients see them; nolock\n"
+	     "keeps them in this kernel (local_lock=all)"),
 	KIND("nolock", OPT_NOLOCK, NULL, NULL),
 	KIND("local_lock", OPT_LOCAL_LOCK, "local_lock=none|all|flock|posix",
-	     "the kinds of lock kept in this kernel (none)"),
+	     "\nthe kinds of lock kept in this kernel (none)"),
 	NETCLIENT("vers=3, proto=tcp, sec=sys",
-		  "the only ones there are; nfs(5)'s others that mean\n"
-		  "the same here are accepted (tcp, mountvers=3, noacl,\n"
-		  "nofsc, rdirplus, noresvport, [no]sharecache,\n"
-		  "namlen=, nconnect=1), the rest refused saying why"),
+		  "\nthe only ones there are; nfs(5)'s others that mean the\n"
+		  "same here are accepted (tcp, mountvers=3, noacl, nofsc,\n"
+		  "rdirplus, noresvport, [no]sharecache, namlen=,\n"
+		  "nconnect=1), the rest refused saying why"),
 
 	SECTION("Interruptibility (intrfs gives them their historic meaning):"),
 	NETCLIENT("killable (default)",

@@ -116,6 +116,47 @@ TEST_IMPL(scenario_defaults)
 	return 0;
 }
 
+/*
+ * A lock workload: its holder's time and the flock() flag, printed back as
+ * they were read; a lock waiter that failed must not hold the lock.
+ */
+TEST_IMPL(scenario_lock)
+{
+	static struct scenario s, again;
+	const char *text = "workload lock hold=2500ms flock\n"
+			   "signal SIGINT handler when=blocked\n"
+			   "expect result=EINTR\n";
+	char *printed = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	ASSERT_EQ(scn_parse_text("lock.scn", text, &s, stderr), 0);
+	ASSERT_EQ(s.op, OP_LOCK);
+	ASSERT_UINT64_EQ(s.hold_ns, 2500000000ull);
+	ASSERT(s.flock);
+	f = open_memstream(&printed, &len);
+	ASSERT_NOT_NULL(f);
+	scn_print(&s, f);
+	fclose(f);
+	ASSERT_CONTAINS(printed, "workload lock");
+	ASSERT_CONTAINS(printed, "hold=2500ms flock");
+	ASSERT_EQ(scn_parse_text("again.scn", printed, &again, stderr), 0);
+	ASSERT_UINT64_EQ(again.hold_ns, s.hold_ns);
+	ASSERT(again.flock);
+	free(printed);
+	/* The default holder keeps it 1 s; fcntl() without the flag. */
+	ASSERT_EQ(scn_parse_text("d.scn", "workload lock\n", &s, stderr), 0);
+	ASSERT_UINT64_EQ(s.hold_ns, 1000000000ull);
+	ASSERT(!s.flock);
+	/* hold= is a duration. */
+	f = fopen("/dev/null", "w");
+	ASSERT_NOT_NULL(f);
+	ASSERT_EQ(scn_parse_text("bad.scn", "workload lock hold=5\n", &s, f),
+		  -1);
+	fclose(f);
+	return 0;
+}
+
 TEST_IMPL(scenario_full)
 {
 	static struct scenario s;

@@ -18,6 +18,7 @@
 
 #define DEFAULT_SIZE (1u << 20)
 #define DEFAULT_ENTRIES 100
+#define DEFAULT_HOLD_NS 1000000000ull
 #define DEFAULT_SIG_AT_NS 300000000ull
 #define DEFAULT_TIMEOUT_NS 60000000000ull
 #define TOKENS_MAX 32
@@ -27,7 +28,7 @@ static const char *const op_names[] = {
 	[OP_FSYNC] = "fsync",	  [OP_CREATE] = "create",
 	[OP_REMOVE] = "remove",	  [OP_RENAME] = "rename",
 	[OP_READDIR] = "readdir", [OP_MKDIR] = "mkdir",
-	[OP_STAT] = "stat",
+	[OP_STAT] = "stat",	  [OP_LOCK] = "lock",
 };
 
 static const char *const state_names[] = {
@@ -339,7 +340,7 @@ static int d_workload(const struct cursor *c, struct scenario *s,
 		return fail_at(c, tk[0].p + tk[0].len,
 			       "workload needs an operation (read, write, "
 			       "fsync, create, remove, rename, readdir, "
-			       "mkdir, stat)");
+			       "mkdir, stat, lock)");
 	for (size_t i = 0; i < sizeof(op_names) / sizeof(op_names[0]); i++)
 		if (tok_is(&tk[1], op_names[i])) {
 			s->op = (enum scn_op)i;
@@ -348,7 +349,8 @@ static int d_workload(const struct cursor *c, struct scenario *s,
 	if (!found)
 		return fail_at(c, tk[1].p,
 			       "unknown operation '%.*s' (read, write, fsync, "
-			       "create, remove, rename, readdir, mkdir, stat)",
+			       "create, remove, rename, readdir, mkdir, stat, "
+			       "lock)",
 			       (int)tk[1].len, tk[1].p);
 	for (unsigned i = 2; i < n; i++) {
 		struct token k, val;
@@ -361,10 +363,15 @@ static int d_workload(const struct cursor *c, struct scenario *s,
 			s->direct = false;
 			continue;
 		}
+		if (tok_is(&tk[i], "flock")) {
+			s->flock = true;
+			continue;
+		}
 		if (!tok_kv(&tk[i], &k, &val))
 			return fail_at(c, tk[i].p,
 				       "unknown word '%.*s' (size=, chunk=, "
-				       "entries=, procs=, direct, buffered)",
+				       "entries=, procs=, hold=, direct, "
+				       "buffered, flock)",
 				       (int)tk[i].len, tk[i].p);
 		if (tok_is(&k, "size")) {
 			if (parse_size(c, &val, &s->size) < 0)
@@ -388,10 +395,13 @@ static int d_workload(const struct cursor *c, struct scenario *s,
 				return fail_at(c, val.p, "procs= is 1 to %d",
 					       SCN_PROCS_MAX);
 			s->procs = (unsigned)v;
+		} else if (tok_is(&k, "hold")) {
+			if (parse_duration(c, &val, &s->hold_ns) < 0)
+				return -1;
 		} else {
 			return fail_at(c, k.p,
 				       "unknown key '%.*s' (size=, chunk=, "
-				       "entries=, procs=)",
+				       "entries=, procs=, hold=)",
 				       (int)k.len, k.p);
 		}
 	}
@@ -823,6 +833,7 @@ static void defaults(struct scenario *s, const char *path)
 	s->size = DEFAULT_SIZE;
 	s->chunk = DEFAULT_SIZE;
 	s->entries = DEFAULT_ENTRIES;
+	s->hold_ns = DEFAULT_HOLD_NS;
 	s->procs = 1;
 	s->sig_at_ns = DEFAULT_SIG_AT_NS;
 	s->timeout_ns = DEFAULT_TIMEOUT_NS;
@@ -960,10 +971,14 @@ void scn_print(const struct scenario *s, FILE *out)
 		fprintf(out, "mount %s\n", s->mount);
 	if (s->overlay)
 		fprintf(out, "overlay\n");
-	fprintf(out, "workload %s size=%s chunk=%s entries=%u procs=%u %s\n",
+	fprintf(out, "workload %s size=%s chunk=%s entries=%u procs=%u %s",
 		scn_op_name(s->op), size_str(s->size, a, sizeof(a)),
 		size_str(s->chunk, b, sizeof(b)), s->entries, s->procs,
 		s->direct ? "direct" : "buffered");
+	if (s->op == OP_LOCK)
+		fprintf(out, " hold=%s%s", dur(s->hold_ns, a, sizeof(a)),
+			s->flock ? " flock" : "");
+	fputc('\n', out);
 	for (unsigned i = 0; i < s->nfaults; i++) {
 		const struct scn_fault *f = &s->faults[i];
 

@@ -166,22 +166,28 @@ void rig_run_dir_remove(struct rig *r)
 
 int rig_netfault_start(struct rig *r, char *err, size_t len)
 {
-	char errlog[160];
+	char errlog[160], nlm[300];
+	const char *more[8] = { "--control", r->nf_sock, "--log", r->nf_log };
 	pid_t pid;
 
+	/* The lock manager's calls go through it too, when its port is known. */
+	r->nf_nlm_port = r->srv->nlm_port ? proc_free_port() : 0;
+	if (r->nf_nlm_port) {
+		snprintf(nlm, sizeof(nlm), "%u=%s:%u", r->nf_nlm_port,
+			 r->srv->host, r->srv->nlm_port);
+		more[4] = "--listen";
+		more[5] = nlm;
+	}
 	snprintf(errlog, sizeof(errlog), "%s.err", r->nf_log);
 	pid = proc_netfault_start(r->paths->netfault, r->srv->host,
-				  r->srv->nfs_port, r->srv->mount_port,
-				  (const char *const[]){ "--control",
-							 r->nf_sock, "--log",
-							 r->nf_log, NULL },
+				  r->srv->nfs_port, r->srv->mount_port, more,
 				  errlog, NETFAULT_DEADLINE_MS, &r->nf_nfs_port,
 				  &r->nf_mount_port, err, len);
 	if (pid < 0)
 		return -1;
 	r->nf_pid = pid;
-	say(r, "netfault (pid %d) on ports %u (NFS) and %u (MOUNT)", (int)pid,
-	    r->nf_nfs_port, r->nf_mount_port);
+	say(r, "netfault (pid %d) on ports %u (NFS), %u (MOUNT), %u (NLM)",
+	    (int)pid, r->nf_nfs_port, r->nf_mount_port, r->nf_nlm_port);
 	return 0;
 }
 
@@ -377,8 +383,13 @@ int rig_mount(struct rig *r, const char *opts, char *err, size_t len)
 		return kernel_mount(r, opts, err, len);
 	snprintf(r->mnt_log, sizeof(r->mnt_log), "%s.log", r->mnt);
 	snprintf(source, sizeof(source), "%s:%s", r->srv->host, r->local);
-	snprintf(o, sizeof(o), "port=%u,mountport=%u%s%s", r->nf_nfs_port,
-		 r->nf_mount_port, opts[0] ? "," : "", opts);
+	snprintf(o, sizeof(o), "port=%u,mountport=%u", r->nf_nfs_port,
+		 r->nf_mount_port);
+	if (r->nf_nlm_port)
+		snprintf(o + strlen(o), sizeof(o) - strlen(o), ",nlmport=%u",
+			 r->nf_nlm_port);
+	snprintf(o + strlen(o), sizeof(o) - strlen(o), "%s%s",
+		 opts[0] ? "," : "", opts);
 	fflush(NULL);
 	pid = fork();
 	if (pid < 0) {

@@ -786,10 +786,18 @@ out:
 				want = ST_OLD;
 			else if (want == ST_AUTO)
 				want = p->rep.result == RES_OK ? ST_NEW :
+				       s->op == OP_LOCK	       ? ST_OLD :
 								 ST_ANY;
-			p->state = work_check(s, r->local, k, want,
-					      p->state_why,
-					      sizeof(p->state_why), &p->seen);
+			if (s->op == OP_LOCK)
+				p->state = work_lock_state(&p->rep, want,
+							   p->state_why,
+							   sizeof(p->state_why),
+							   &p->seen);
+			else
+				p->state = work_check(s, r->local, k, want,
+						      p->state_why,
+						      sizeof(p->state_why),
+						      &p->seen);
 		}
 		evaluate(s, o);
 	}

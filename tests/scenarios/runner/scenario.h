@@ -30,6 +30,7 @@ enum scn_op {
 	OP_READDIR,
 	OP_MKDIR,
 	OP_STAT,
+	OP_LOCK,
 };
 
 enum scn_fault_kind {
@@ -87,6 +88,9 @@ struct scenario {
 	uint64_t size, chunk;
 	unsigned entries, procs;
 	bool direct;
+	/* lock: a whole-file flock() rather than fcntl(F_SETLKW) */
+	bool flock;
+	uint64_t hold_ns; /* lock: how long past time 0 the holder keeps it */
 	/* faults */
 	struct scn_fault faults[SCN_FAULTS_MAX];
 	unsigned nfaults;
@@ -138,6 +142,8 @@ struct work_report {
 	unsigned sigs; /* signals its handler saw */
 	bool data_ok; /* what it read was right (read, readdir, stat) */
 	uint64_t done; /* bytes (or entries) it got through */
+	/* lock: whether it held the lock once its call returned */
+	bool lock_held;
 };
 
 /* The files of process k, relative to the scenario's directory. */
@@ -146,6 +152,13 @@ void work_names(const struct scenario *s, unsigned k, char *a, char *b,
 /* The old (k's prepared) and new (k's written) byte at offset off. */
 unsigned char work_old_byte(unsigned k, uint64_t off);
 unsigned char work_new_byte(unsigned k, uint64_t off);
+/*
+ * A lock workload's state: "new" when process k held the lock once its
+ * call returned, "old" when it did not; checked against want as
+ * work_check() does.
+ */
+const char *work_lock_state(const struct work_report *rep, enum scn_state want,
+			    char *buf, size_t len, const char **seen);
 /* Prepares process k's old state below dir (the export, seen locally). */
 int work_prepare(const struct scenario *s, const char *dir, unsigned k);
 /*
@@ -200,6 +213,7 @@ struct rig {
 	/* netfault */
 	pid_t nf_pid;
 	unsigned nf_nfs_port, nf_mount_port;
+	unsigned nf_nlm_port; /* 0: the server's NLM port is not known */
 	char nf_sock[128], nf_log[128];
 	/* the mount */
 	char sub[64]; /* the scenario's directory, below the export */

@@ -13,7 +13,10 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -91,6 +94,8 @@ int work_prepare(const struct scenario *s, const char *dir, unsigned k)
 	case OP_RENAME:
 		return write_old_file(join(dir, a, path, sizeof(path)), s->size,
 				      k);
+	case OP_LOCK:
+		return write_old_file(join(dir, a, path, sizeof(path)), 1, k);
 	case OP_READDIR:
 		if (mkdir(join(dir, a, path, sizeof(path)), 0777) < 0)
 			return -1;
@@ -224,13 +229,126 @@ static void do_readdir(const struct scenario *s, const char *path,
 	r->data_ok = r->done == s->entries;
 }
 
+/* Locks: a holder, the waiter's call, and who holds it after. */
+
+/* A write lock on the whole file: 0 or the errno. */
+static int whole_lock(int fd, int cmd)
+{
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+
+	return fcntl(fd, cmd, &fl) == 0 ? 0 : errno;
+}
+
+/*
+ * The holder, another process (another owner): takes the lock on path
+ * before time 0 and lets go hold_ns after it (go: a byte on its pipe).
+ * Its pid, or -1 when it could not take the lock.
+ */
+static pid_t start_holder(const char *path, uint64_t hold_ns, int *go)
+{
+	int ready[2], g[2];
+	pid_t pid;
+	char c;
+
+	if (pipe(ready) < 0 || pipe(g) < 0)
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		int fd = open(path, O_RDWR);
+
+		/* Not left holding the lock when its waiter is gone. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		signal(SIGPIPE, SIG_IGN);
+		close(ready[0]);
+		close(g[1]);
+		c = fd >= 0 && whole_lock(fd, F_SETLK) == 0 ? 'h' : 'x';
+		if (write(ready[1], &c, 1) != 1 || c != 'h' ||
+		    read(g[0], &c, 1) != 1)
+			_exit(1);
+		nanosleep(&(struct timespec){ (time_t)(hold_ns / 1000000000u),
+					      (long)(hold_ns % 1000000000u) },
+			  NULL);
+		_exit(0); /* the exit lets go */
+	}
+	close(ready[1]);
+	close(g[0]);
+	if (pid < 0 || read(ready[0], &c, 1) != 1 || c != 'h') {
+		close(ready[0]);
+		close(g[1]);
+		return -1;
+	}
+	close(ready[0]);
+	*go = g[1];
+	return pid;
+}
+
+/*
+ * Whether another process can take the lock now: 1 when it cannot (the
+ * caller holds it), 0 when it can, -1 when it could not tell.
+ */
+static int lock_taken(const char *path)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		int fd = open(path, O_RDWR);
+
+		_exit(fd < 0 ? 2 : whole_lock(fd, F_SETLK) == 0 ? 0 : 1);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+	    WEXITSTATUS(status) > 1)
+		return -1;
+	return WEXITSTATUS(status);
+}
+
+/*
+ * The lock call of a lock workload, and whether the caller held the lock
+ * once it returned (the holder gone by then): an interrupted waiter never
+ * may.
+ */
+static void do_lock(const struct scenario *s, const char *path, int fd,
+		    pid_t holder, struct work_report *r)
+{
+	int err, taken;
+
+	err = s->flock ? (flock(fd, LOCK_EX) == 0 ? 0 : errno) :
+			 whole_lock(fd, F_SETLKW);
+	if (err)
+		fail(r, s->flock ? "flock" : "fcntl", err);
+	/* The end of the call: what follows is the check. */
+	r->end_ns = now_ns();
+	waitpid(holder, NULL, 0);
+	taken = lock_taken(path);
+	if (taken < 0)
+		fail(r, "check", EIO);
+	r->lock_held = taken == 1;
+}
+
+const char *work_lock_state(const struct work_report *rep, enum scn_state want,
+			    char *buf, size_t len, const char **seen)
+{
+	const char *got = rep->lock_held ? "new" : "old";
+
+	*seen = got;
+	if ((want == ST_NEW && !rep->lock_held) ||
+	    (want == ST_OLD && rep->lock_held)) {
+		snprintf(buf, len, "%s",
+			 rep->lock_held ? "the lock held" :
+					  "the lock not held");
+		return NULL;
+	}
+	return got;
+}
+
 void work_child(const struct scenario *s, const char *dir, unsigned k,
 		int ready_fd, int go_fd, int report_fd)
 {
 	struct work_report r = { .result = RES_OK };
 	char a[32], b[32], pa[SCN_TEXT_MAX + 64], pb[SCN_TEXT_MAX + 64];
 	unsigned char *buf = NULL;
-	int fd = -1, flags;
+	int fd = -1, flags, hgo = -1;
+	pid_t holder = -1;
 	struct stat st;
 	char c = 'r';
 
@@ -249,8 +367,17 @@ void work_child(const struct scenario *s, const char *dir, unsigned k,
 		if (fd < 0)
 			fail(&r, "open", errno);
 	}
+	if (s->op == OP_LOCK) {
+		fd = open(pa, O_RDWR);
+		if (fd < 0)
+			fail(&r, "open", errno);
+		else if ((holder = start_holder(pa, s->hold_ns, &hgo)) < 0)
+			fail(&r, "holder", EAGAIN);
+	}
 	if (write(ready_fd, &c, 1) != 1 || read(go_fd, &c, 1) != 1)
 		_exit(121);
+	if (hgo >= 0 && write(hgo, &c, 1) != 1)
+		fail(&r, "holder", EPIPE);
 	if (r.result == RES_OK) {
 		switch (s->op) {
 		case OP_READ:
@@ -286,11 +413,15 @@ void work_child(const struct scenario *s, const char *dir, unsigned k,
 			else
 				r.data_ok = (uint64_t)st.st_size == s->size;
 			break;
+		case OP_LOCK:
+			do_lock(s, pa, fd, holder, &r);
+			break;
 		}
-		if (fd >= 0 && close(fd) < 0)
+		if (s->op != OP_LOCK && fd >= 0 && close(fd) < 0)
 			fail(&r, "close", errno);
 	}
-	r.end_ns = now_ns();
+	if (s->op != OP_LOCK)
+		r.end_ns = now_ns();
 	r.sigs = (unsigned)sigs_seen;
 	if (write(report_fd, &r, sizeof(r)) != (ssize_t)sizeof(r))
 		_exit(122);
@@ -409,6 +540,9 @@ const char *work_check(const struct scenario *s, const char *dir, unsigned k,
 	case OP_CREATE:
 		got = exists(pa, S_IFREG) ? "new" : "old";
 		break;
+	case OP_LOCK:
+		/* What a lock leaves is the report's: work_lock_state(). */
+		return *seen = "unchanged";
 	case OP_MKDIR:
 		got = exists(pa, S_IFDIR) ? "new" : "old";
 		break;
