@@ -267,7 +267,7 @@ struct lock_state {
 	pthread_t janitor;
 	int journal_fd;
 	char *journal;
-	char prefix[256]; /* of the journals of this export */
+	char prefix[320]; /* of the journals of this export */
 };
 
 /* Names in doubt (unsure.c): entries for them are not cached. */
@@ -657,6 +657,15 @@ bool unsure_name(struct intrfs *fs, fuse_ino_t dir, const char *name,
 void job_names_unsure(struct job *j);
 
 /* silly.c: unlink and rename over files still open */
+/* Where the daemon's journals are (silly.c's, lockjan.c's). */
+#define JOURNAL_DIR "/run/intrfs"
+/*
+ * The journals' name part for this mount (made once JOURNAL_DIR is): the
+ * server's address, its NFS port and a hash of the export, so that two
+ * servers on one host, or two exports of one server, never share one.
+ * 0, or -errno when JOURNAL_DIR cannot be made.
+ */
+int journal_key(struct intrfs *fs, char *out, size_t len);
 /*
  * REMOVE name in dir, or, when it is a file still open here, RENAME it to
  * a hidden .nfsXXXXXXXXXXXXXXXXXXXXXXXX name that the last close removes.

@@ -34,101 +34,30 @@
  * answer themselves (j->self_answers): the interrupt path never answers
  * one early.
  *
- * CANCEL, UNLOCK and reclaims are sent by the janitor, a thread with a
- * task of its own that no signal reaches (Linux's rpciod, where lockd's
- * asynchronous calls run): a caller waits killably for its item, and a
- * killed caller leaves it to finish.  It tries UNLOCK until the server
- * answers (or the mount goes), CANCEL three times, then UNLOCK instead.
- *
- * A daemon that dies leaves its locks on the server.  Each daemon notes
- * the owners and files it holds locks on in a journal of its own,
- * /run/intrfs/locks-SERVER-PORT-EXPORT.PID; the next mount of the same
- * export on this host unlocks what a dead daemon's journal names, as that
- * daemon's owners.  Never FREE_ALL: the server frees by host, and would
- * free every mount's locks and the kernel's.
+ * CANCEL, UNLOCK and reclaims are sent by the janitor (lockjan.c, with
+ * the journal that releases a dead daemon's locks, and start and stop).
  *
  * Lock order: fs->locks.lock (a task mutex, never held across a call to
  * the server) before fs->nodes_lock (node_pin()).  It protects the
  * owners, every node's ranges, the waiters and the janitor's queue.
  */
-#include "fusefs_i.h"
+#include "locks_i.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <limits.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
-#include <sys/utsname.h>
-#include <unistd.h>
 
-/* The end of a range that runs to the end of the file. */
-#define LK_EOF UINT64_MAX
-/* A blocked LOCK is sent again: as Linux (NLMCLNT_POLL_TIMEOUT)... */
-#define LK_RESEND_CB_MS 30000
-/* ...or, when no GRANTED can come, this often. */
-#define LK_RESEND_POLL_MS 500
-/* The server is in its grace period: ask again (NLMCLNT_GRACE_WAIT). */
-#define LK_GRACE_MS 5000
-/* The janitor's UNLOCK after a failure; its CANCEL, at most so often. */
-#define LK_RETRY_MS 1000
-#define LK_CANCEL_TRIES 3
-#define MS (1000000ll)
-
-#define JOURNAL_DIR "/run/intrfs"
 /* The largest offset a struct flock carries (off_t is 64-bit here). */
 #define LK_OFF_MAX INT64_MAX
 
-/* An owner, and how the server knows it. */
-struct lk_owner {
-	struct lk_owner *next;
-	uint64_t id; /* FUSE's lock_owner */
-	bool flock; /* an open file's flock(); else a POSIX owner */
-	pid_t pid; /* its process, as the last request said */
-	struct nc_cred cred; /* whose calls its reclaims are */
-	struct nc_nlm_lock name; /* svid and oh */
-	unsigned refs; /* its ranges, and requests in flight */
-};
-
-/* A range an owner holds on a node, as the server holds it. */
-struct lk_range {
-	struct lk_range *next; /* on the node's list */
-	struct lk_owner *o;
-	uint64_t start, end; /* end inclusive; LK_EOF: to the end */
-	bool exclusive;
-};
-
-/* A LOCK the server answered BLOCKED, on the stack of its request. */
-struct lk_waiter {
-	struct lk_waiter *next;
-	struct node *n;
-	struct nc_nlm_lock lk;
-	bool granted; /* a GRANTED came for it */
-	bool resend; /* the server rebooted: send it again now */
-	task_cond_t cond;
-};
-
-enum jan_op { JAN_UNLOCK, JAN_CANCEL, JAN_RECLAIM, JAN_RECOVER };
-
-/* A call the janitor makes. */
-struct jan_item {
-	struct jan_item *next;
-	enum jan_op op;
-	struct nc_fh fh;
-	struct nc_nlm_lock lk;
-	struct nc_cred cred;
-	bool done;
-	bool detached; /* nobody waits: the janitor frees it */
-};
-
 /* Ranges. */
 
-static uint64_t end_of(uint64_t off, uint64_t len)
+uint64_t lk_end_of(uint64_t off, uint64_t len)
 {
 	return len == 0 || off + len - 1 < off ? LK_EOF : off + len - 1;
 }
@@ -138,13 +67,7 @@ static bool overlap(uint64_t s1, uint64_t e1, uint64_t s2, uint64_t e2)
 	return s1 <= e2 && s2 <= e1;
 }
 
-/* Room for what ranges_set() may add: a split, and the new range. */
-struct spare {
-	struct lk_range *r[2];
-	unsigned used;
-};
-
-static bool spare_get(struct spare *sp, unsigned n)
+bool lk_spare_get(struct lk_spare *sp, unsigned n)
 {
 	sp->used = 0;
 	sp->r[0] = sp->r[1] = NULL;
@@ -154,7 +77,7 @@ static bool spare_get(struct spare *sp, unsigned n)
 	return true;
 }
 
-static void spare_put(struct spare *sp)
+void lk_spare_put(struct lk_spare *sp)
 {
 	for (unsigned i = sp->used; i < 2; i++)
 		free(sp->r[i]);
@@ -191,9 +114,9 @@ static void node_locked(struct lock_state *L, struct node *n, int delta)
  * locks.lock held; n stays pinned while it has ranges (the caller pins
  * and unpins, when node_locked() says so).
  */
-static void ranges_set(struct lock_state *L, struct node *n, struct lk_owner *o,
-		       uint64_t start, uint64_t end, bool excl, bool unlock,
-		       struct spare *sp)
+void lk_ranges_set(struct lock_state *L, struct node *n, struct lk_owner *o,
+		   uint64_t start, uint64_t end, bool excl, bool unlock,
+		   struct lk_spare *sp)
 {
 	struct lk_range **p = &n->locks;
 
@@ -255,83 +178,6 @@ static bool owner_holds(const struct node *n, const struct lk_owner *o,
 	return false;
 }
 
-/* The journal. */
-
-/* A file handle or an owner handle as hex. */
-static void hex(char *out, const unsigned char *p, unsigned len)
-{
-	for (unsigned i = 0; i < len; i++)
-		sprintf(out + 2 * i, "%02x", p[i]);
-	out[2 * len] = '\0';
-}
-
-/*
- * One line when an owner takes its first lock on a file, "L FH SVID OH";
- * the journal starts over (journal_reset()) once nothing is held and
- * nothing is on its way.  Best effort: a journal that cannot be written
- * only costs what a dead daemon would leave on the server.  locks.lock
- * held.
- */
-static void journal_note(struct intrfs *fs, const struct node *n,
-			 const struct lk_owner *o)
-{
-	char fh[2 * NC_FHSIZE + 1], oh[2 * NC_NLM_OHSIZE + 1], line[512];
-	int len;
-
-	if (fs->locks.journal_fd < 0)
-		return;
-	hex(fh, n->fh.data, n->fh.len);
-	hex(oh, o->name.oh, o->name.oh_len);
-	len = snprintf(line, sizeof(line), "L %s %" PRId32 " %s\n", fh,
-		       o->name.svid, oh);
-	if (write(fs->locks.journal_fd, line, (size_t)len) != len)
-		fprintf(stderr, "intrfs: the lock journal %s: %s\n",
-			fs->locks.journal, strerror(errno));
-}
-
-/* This process's start time (/proc/self/stat's 22nd field), or 0. */
-static unsigned long long start_time(pid_t pid)
-{
-	char path[64], buf[1024], *p;
-	unsigned long long t = 0;
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	p = strrchr(buf, ')');
-	if (!p || sscanf(p + 2,
-			 "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u "
-			 "%*d %*d %*d %*d %*d %*d %llu",
-			 &t) != 1)
-		return 0;
-	return t;
-}
-
-/* The journal holds its daemon's name: "intrfs PID START". */
-static void journal_reset(struct intrfs *fs)
-{
-	struct lock_state *L = &fs->locks;
-	char line[64];
-	int len;
-
-	if (L->journal_fd < 0)
-		return;
-	len = snprintf(line, sizeof(line), "intrfs %d %llu\n", (int)getpid(),
-		       start_time(getpid()));
-	if (ftruncate(L->journal_fd, 0) < 0 ||
-	    write(L->journal_fd, line, (size_t)len) != len)
-		fprintf(stderr, "intrfs: the lock journal %s: %s\n", L->journal,
-			strerror(errno));
-}
-
 /* Owners. */
 
 static struct lk_owner *owner_find(struct intrfs *fs, uint64_t id)
@@ -371,7 +217,7 @@ static struct lk_owner *owner_get(struct intrfs *fs, uint64_t id, bool flock,
 	return o;
 }
 
-static void owner_put(struct intrfs *fs, struct lk_owner *o)
+void lk_owner_put(struct intrfs *fs, struct lk_owner *o)
 {
 	if (--o->refs)
 		return;
@@ -384,210 +230,11 @@ static void owner_put(struct intrfs *fs, struct lk_owner *o)
 	free(o);
 }
 
-/* The janitor. */
-
-static void jan_wake(struct lock_state *L)
-{
-	task_cond_broadcast(&L->jan_cond);
-}
-
-/* Queues it (locks.lock held). */
-static void jan_queue(struct lock_state *L, struct jan_item *it)
-{
-	struct jan_item **p = &L->queue;
-
-	while (*p)
-		p = &(*p)->next;
-	it->next = NULL;
-	*p = it;
-	jan_wake(L);
-}
-
-/*
- * Has the janitor make the call, and waits for it killably: a caller that
- * is killed leaves it to the janitor.  Without memory, makes it here.
- */
-static void jan_do(struct intrfs *fs, enum jan_op op, const struct nc_fh *fh,
-		   const struct nc_nlm_lock *lk, const struct nc_cred *cred,
-		   bool wait)
-{
-	struct lock_state *L = &fs->locks;
-	struct jan_item *it = calloc(1, sizeof(*it));
-	int rc = 0;
-
-	if (!it) {
-		enum nc_nlm_stat st;
-
-		fprintf(stderr, "intrfs: out of memory: a lock call made at "
-				"once\n");
-		if (op == JAN_UNLOCK)
-			rc = nc_nlm_unlock(fs->nc, cred, fh, lk, &st);
-		else
-			rc = nc_nlm_cancel(fs->nc, cred, fh, lk, true, &st);
-		(void)rc;
-		return;
-	}
-	it->op = op;
-	it->fh = *fh;
-	it->lk = *lk;
-	it->cred = *cred;
-	task_mutex_lock_nofail(&L->lock);
-	it->detached = !wait || !L->running;
-	if (!L->running) {
-		/* No janitor (the mount is going): nothing can be done. */
-		task_mutex_unlock(&L->lock);
-		free(it);
-		return;
-	}
-	jan_queue(L, it);
-	while (wait && !it->done && rc == 0)
-		rc = task_cond_wait(&L->done_cond, &L->lock, TASK_KILLABLE,
-				    TASK_FOREVER);
-	if (wait && !it->done)
-		it->detached = true; /* killed: the janitor goes on */
-	else if (wait)
-		free(it);
-	task_mutex_unlock(&L->lock);
-}
-
-/* Sleeps ms in the janitor's task before it tries again. */
-static void jan_pause(struct lock_state *L, int64_t ms)
-{
-	int rc = task_sleep(ms * MS, TASK_UNINTERRUPTIBLE);
-
-	(void)L;
-	(void)rc; /* uninterruptible: the time passed */
-}
-
-/* A call given up on (the mount went): the journal must stay. */
-static void jan_abandon(struct lock_state *L)
-{
-	task_mutex_lock_nofail(&L->lock);
-	L->abandoned++;
-	task_mutex_unlock(&L->lock);
-}
-
-/* The range has gone from the server (or must be taken for gone). */
-static void log_lock(const char *what, const struct nc_nlm_lock *lk,
-		     const char *why)
-{
-	if (lk->len)
-		fprintf(stderr,
-			"intrfs: %s the lock of process %" PRId32
-			" on bytes %" PRIu64 "-%" PRIu64 ": %s\n",
-			what, lk->svid, lk->off, lk->off + lk->len - 1, why);
-	else
-		fprintf(stderr,
-			"intrfs: %s the lock of process %" PRId32
-			" from byte %" PRIu64 " on: %s\n",
-			what, lk->svid, lk->off, why);
-}
-
-static void jan_unlock(struct intrfs *fs, struct jan_item *it)
-{
-	enum nc_nlm_stat st;
-	int rc;
-
-	for (;;) {
-		rc = nc_nlm_unlock(fs->nc, &it->cred, &it->fh, &it->lk, &st);
-		if (rc == -ESHUTDOWN || rc == -ENOLCK) {
-			jan_abandon(&fs->locks);
-			return;
-		}
-		if (rc == 0 && st != NC_NLM_DENIED_GRACE_PERIOD) {
-			/* A stale handle: the file and its locks are gone. */
-			if (st != NC_NLM_GRANTED && st != NC_NLM_STALE_FH)
-				log_lock("server refused to release", &it->lk,
-					 nc_nlm_stat_name(st));
-			return;
-		}
-		jan_pause(&fs->locks, rc ? LK_RETRY_MS : LK_GRACE_MS);
-	}
-}
-
-/*
- * As Linux's nlmclnt_cancel(): GRANTED, DENIED and DENIED_GRACE_PERIOD all
- * say nothing waits any more; three failures, and an UNLOCK instead.
- */
-static void jan_cancel(struct intrfs *fs, struct jan_item *it)
-{
-	enum nc_nlm_stat st;
-	int rc = 0;
-
-	for (unsigned i = 0; i < LK_CANCEL_TRIES; i++) {
-		rc = nc_nlm_cancel(fs->nc, &it->cred, &it->fh, &it->lk, true,
-				   &st);
-		if (rc == -ESHUTDOWN || rc == -ENOLCK) {
-			jan_abandon(&fs->locks);
-			return;
-		}
-		if (rc == 0 && (st == NC_NLM_GRANTED || st == NC_NLM_DENIED ||
-				st == NC_NLM_DENIED_GRACE_PERIOD))
-			return;
-		jan_pause(&fs->locks, LK_RETRY_MS);
-	}
-	jan_unlock(fs, it);
-}
-
-static void reclaim_all(struct intrfs *fs);
-static void journal_recover(struct intrfs *fs);
-
-static void *janitor_main(void *arg)
-{
-	struct intrfs *fs = arg;
-	struct lock_state *L = &fs->locks;
-	int rc;
-
-	task_enter(L->task);
-	task_mutex_lock_nofail(&L->lock);
-	for (;;) {
-		struct jan_item *it = L->queue;
-
-		if (!it) {
-			if (L->stop)
-				break;
-			rc = task_cond_wait(&L->jan_cond, &L->lock,
-					    TASK_UNINTERRUPTIBLE, TASK_FOREVER);
-			(void)rc;
-			continue;
-		}
-		L->queue = it->next;
-		L->busy = true;
-		task_mutex_unlock(&L->lock);
-		switch (it->op) {
-		case JAN_UNLOCK:
-			jan_unlock(fs, it);
-			break;
-		case JAN_CANCEL:
-			jan_cancel(fs, it);
-			break;
-		case JAN_RECLAIM:
-			reclaim_all(fs);
-			break;
-		case JAN_RECOVER:
-			journal_recover(fs);
-			break;
-		}
-		task_mutex_lock_nofail(&L->lock);
-		L->busy = false;
-		it->done = true;
-		if (it->detached)
-			free(it);
-		task_cond_broadcast(&L->done_cond);
-		/* Nothing held, nothing on its way: nothing to journal. */
-		if (!L->nranges && !L->queue)
-			journal_reset(fs);
-	}
-	task_mutex_unlock(&L->lock);
-	task_leave(L->task);
-	return NULL;
-}
-
 /* Holding and letting go. */
 
 /* The lock of owner o on [off, off + len). */
-static struct nc_nlm_lock lock_of(const struct lk_owner *o, uint64_t off,
-				  uint64_t len, bool excl)
+struct nc_nlm_lock lk_lock_of(const struct lk_owner *o, uint64_t off,
+			      uint64_t len, bool excl)
 {
 	struct nc_nlm_lock lk = o->name;
 
@@ -598,7 +245,7 @@ static struct nc_nlm_lock lock_of(const struct lk_owner *o, uint64_t off,
 }
 
 /* Pins or unpins n when it gained its first range or lost its last. */
-static void pin_change(struct intrfs *fs, struct node *n, bool had)
+void lk_pin_change(struct intrfs *fs, struct node *n, bool had)
 {
 	/* relaxed: written under locks.lock by this very caller. */
 	bool has = atomic_load_explicit(&n->nlocks, memory_order_relaxed) != 0;
@@ -614,26 +261,26 @@ static int granted(struct job *j, struct node *n, struct lk_owner *o,
 		   const struct nc_nlm_lock *lk)
 {
 	struct lock_state *L = &j->fs->locks;
-	uint64_t end = end_of(lk->off, lk->len);
-	struct spare sp;
+	uint64_t end = lk_end_of(lk->off, lk->len);
+	struct lk_spare sp;
 	bool first, had;
 	int rc;
 
-	if (!spare_get(&sp, 2)) {
-		spare_put(&sp);
+	if (!lk_spare_get(&sp, 2)) {
+		lk_spare_put(&sp);
 		/* Not kept, then not held either. */
-		jan_do(j->fs, JAN_UNLOCK, &n->fh, lk, &j->cred, true);
+		lk_jan_do(j->fs, JAN_UNLOCK, &n->fh, lk, &j->cred, true);
 		return -ENOLCK;
 	}
 	task_mutex_lock_nofail(&L->lock);
 	first = !owner_holds(n, o, 0, LK_EOF);
 	had = n->locks != NULL;
-	ranges_set(L, n, o, lk->off, end, lk->exclusive, false, &sp);
-	pin_change(j->fs, n, had);
+	lk_ranges_set(L, n, o, lk->off, end, lk->exclusive, false, &sp);
+	lk_pin_change(j->fs, n, had);
 	if (first)
-		journal_note(j->fs, n, o);
+		lk_journal_note(j->fs, n, o);
 	task_mutex_unlock(&L->lock);
-	spare_put(&sp);
+	lk_spare_put(&sp);
 	/*
 	 * As Linux's do_setlk(): a lock is a point of cache coherency, and
 	 * what another client wrote under it must be read.
@@ -654,28 +301,28 @@ static int granted(struct job *j, struct node *n, struct lk_owner *o,
  * (the janitor's UNLOCK; wait: for it, killably).  Nothing is sent when o
  * holds nothing there, as Linux's nlmclnt_unlock() sends nothing then.
  */
-static void release(struct intrfs *fs, struct node *n, struct lk_owner *o,
-		    uint64_t off, uint64_t len, const struct nc_cred *cred,
-		    bool wait)
+void lk_release(struct intrfs *fs, struct node *n, struct lk_owner *o,
+		uint64_t off, uint64_t len, const struct nc_cred *cred,
+		bool wait)
 {
 	struct lock_state *L = &fs->locks;
-	struct nc_nlm_lock lk = lock_of(o, off, len, false);
-	uint64_t end = end_of(off, len);
+	struct nc_nlm_lock lk = lk_lock_of(o, off, len, false);
+	uint64_t end = lk_end_of(off, len);
 	bool held, had;
-	struct spare sp;
+	struct lk_spare sp;
 
 	/* Without memory for a split, the part past end is forgotten. */
-	spare_get(&sp, 1);
+	lk_spare_get(&sp, 1);
 	task_mutex_lock_nofail(&L->lock);
 	held = owner_holds(n, o, off, end);
 	had = n->locks != NULL;
 	if (held)
-		ranges_set(L, n, o, off, end, false, true, &sp);
-	pin_change(fs, n, had);
+		lk_ranges_set(L, n, o, off, end, false, true, &sp);
+	lk_pin_change(fs, n, had);
 	task_mutex_unlock(&L->lock);
-	spare_put(&sp);
+	lk_spare_put(&sp);
 	if (held)
-		jan_do(fs, JAN_UNLOCK, &n->fh, &lk, cred, wait);
+		lk_jan_do(fs, JAN_UNLOCK, &n->fh, &lk, cred, wait);
 }
 
 /* Waiting. */
@@ -703,7 +350,7 @@ static int wait_blocked(struct lock_state *L, struct lk_waiter *w, int64_t ms)
 
 	while (!w->granted && !w->resend && rc == 0)
 		rc = task_cond_wait(&w->cond, &L->lock, TASK_INTERRUPTIBLE,
-				    ms * MS);
+				    ms * LK_MS);
 	if (w->granted)
 		return 0;
 	w->resend = false;
@@ -790,7 +437,7 @@ static int set_lock(struct job *j, struct node *n, struct lk_owner *o,
 		    uint64_t off, uint64_t len, bool excl, bool wait)
 {
 	struct lock_state *L = &j->fs->locks;
-	struct nc_nlm_lock lk = lock_of(o, off, len, excl);
+	struct nc_nlm_lock lk = lk_lock_of(o, off, len, excl);
 	enum left left;
 	bool got, held;
 	int rc;
@@ -805,9 +452,9 @@ static int set_lock(struct job *j, struct node *n, struct lk_owner *o,
 	if (left == LEFT_NOTHING)
 		return rc;
 	if (wait)
-		jan_do(j->fs, JAN_CANCEL, &n->fh, &lk, &j->cred, true);
+		lk_jan_do(j->fs, JAN_CANCEL, &n->fh, &lk, &j->cred, true);
 	task_mutex_lock_nofail(&L->lock);
-	held = owner_holds(n, o, off, end_of(off, len));
+	held = owner_holds(n, o, off, lk_end_of(off, len));
 	task_mutex_unlock(&L->lock);
 	/*
 	 * A CANCEL that meets a grant on its way ends the wait but may not
@@ -815,9 +462,9 @@ static int set_lock(struct job *j, struct node *n, struct lk_owner *o,
 	 * owner held nothing before.
 	 */
 	if (left == LEFT_UNKNOWN && held)
-		release(j->fs, n, o, off, len, &j->cred, true);
+		lk_release(j->fs, n, o, off, len, &j->cred, true);
 	else if (!held)
-		jan_do(j->fs, JAN_UNLOCK, &n->fh, &lk, &j->cred, true);
+		lk_jan_do(j->fs, JAN_UNLOCK, &n->fh, &lk, &j->cred, true);
 	return rc;
 }
 
@@ -833,7 +480,7 @@ static void on_rebooted(void *arg, int state);
  * server's rpcbind it may not need.  Until found, each lock looks again
  * and fails with ENOLCK; once found, this host's side is started, once.
  */
-static int nlm_ready(struct intrfs *fs)
+int lk_nlm_ready(struct intrfs *fs)
 {
 	struct lock_state *L = &fs->locks;
 	struct nc_lockd_ops ops = { on_granted, on_rebooted, fs };
@@ -897,7 +544,7 @@ static void job_owner_put(struct job *j, struct lk_owner *o)
 	struct lock_state *L = &j->fs->locks;
 
 	task_mutex_lock_nofail(&L->lock);
-	owner_put(j->fs, o);
+	lk_owner_put(j->fs, o);
 	task_mutex_unlock(&L->lock);
 }
 
@@ -910,7 +557,7 @@ static int lock_request(struct job *j, bool flock, pid_t pid, int type,
 	int rc;
 
 	/* Without the server's lock manager, no lock can be had. */
-	rc = nlm_ready(j->fs);
+	rc = lk_nlm_ready(j->fs);
 	if (rc)
 		return rc;
 	o = job_owner(j, flock, pid);
@@ -920,7 +567,7 @@ static int lock_request(struct job *j, bool flock, pid_t pid, int type,
 		/* As Linux's do_unlk(): what was written goes first. */
 		rc = wb_wait_sent(n, 0, 0);
 		if (rc == 0)
-			release(j->fs, n, o, off, len, &j->cred, true);
+			lk_release(j->fs, n, o, off, len, &j->cred, true);
 	} else {
 		rc = set_lock(j, n, o, off, len, type == F_WRLCK, wait);
 	}
@@ -959,21 +606,21 @@ int locks_getlk(struct job *j)
 	struct lk_owner *o;
 	int rc;
 
-	rc = nlm_ready(j->fs);
+	rc = lk_nlm_ready(j->fs);
 	if (rc)
 		return rc;
 	o = job_owner(j, false, fl->l_pid);
 	if (!o)
 		return -ENOLCK;
-	lk = lock_of(o, (uint64_t)fl->l_start, (uint64_t)fl->l_len,
-		     fl->l_type == F_WRLCK);
+	lk = lk_lock_of(o, (uint64_t)fl->l_start, (uint64_t)fl->l_len,
+			fl->l_type == F_WRLCK);
 	for (;;) {
 		rc = nc_nlm_test(j->fs->nc, &j->cred, &n->fh, &lk, &st,
 				 &holder);
 		if (rc || st != NC_NLM_DENIED_GRACE_PERIOD)
 			break;
 		/* The server reclaims: ask again, as Linux does. */
-		rc = task_sleep(LK_GRACE_MS * MS, TASK_INTERRUPTIBLE);
+		rc = task_sleep(LK_GRACE_MS * LK_MS, TASK_INTERRUPTIBLE);
 		if (rc)
 			break;
 	}
@@ -1049,9 +696,9 @@ void locks_close(struct job *j, struct node *n, uint64_t owner, bool last)
 		task_mutex_unlock(&L->lock);
 		if (!o)
 			return;
-		release(j->fs, n, o, 0, 0, &cred, true);
+		lk_release(j->fs, n, o, 0, 0, &cred, true);
 		task_mutex_lock_nofail(&L->lock);
-		owner_put(j->fs, o);
+		lk_owner_put(j->fs, o);
 		task_mutex_unlock(&L->lock);
 	}
 }
@@ -1102,350 +749,9 @@ static void on_rebooted(void *arg, int state)
 	if (it && L->running) {
 		it->op = JAN_RECLAIM;
 		it->detached = true;
-		jan_queue(L, it);
+		lk_jan_queue(L, it);
 		it = NULL;
 	}
 	task_mutex_unlock(&L->lock);
 	free(it);
-}
-
-/*
- * Every range held is sent again with reclaim set, in the server's grace
- * period, by the janitor.  One that the server refuses (also for being
- * out of grace) is lost: it is logged and dropped here, as Linux's lockd
- * logs "failed to reclaim lock" (its process is not told).
- */
-struct held {
-	struct held *next;
-	struct node *n;
-	struct lk_owner *o;
-	struct nc_nlm_lock lk;
-};
-
-static void reclaim_all(struct intrfs *fs)
-{
-	struct lock_state *L = &fs->locks;
-	struct held *list = NULL, *h;
-	unsigned all = 0, lost = 0;
-
-	/* A copy of every range, its node pinned and owner held meanwhile. */
-	task_mutex_lock_nofail(&L->lock);
-	for (struct node *n = L->nodes; n; n = n->lnext) {
-		for (struct lk_range *r = n->locks; r; r = r->next) {
-			h = malloc(sizeof(*h));
-			if (!h)
-				break;
-			h->n = n;
-			h->o = r->o;
-			h->lk = lock_of(
-				r->o, r->start,
-				r->end == LK_EOF ? 0 : r->end - r->start + 1,
-				r->exclusive);
-			r->o->refs++;
-			node_pin(fs, n);
-			h->next = list;
-			list = h;
-		}
-	}
-	task_mutex_unlock(&L->lock);
-	for (h = list; h; h = h->next, all++) {
-		enum nc_nlm_stat st = NC_NLM_FAILED;
-		int rc = nc_nlm_lock(fs->nc, &h->o->cred, &h->n->fh, &h->lk,
-				     false, true, &st);
-		struct spare sp;
-		bool had;
-
-		if (rc == 0 && st == NC_NLM_GRANTED)
-			continue;
-		lost++;
-		log_lock("failed to reclaim", &h->lk,
-			 rc ? strerror(-rc) : nc_nlm_stat_name(st));
-		spare_get(&sp, 1);
-		task_mutex_lock_nofail(&L->lock);
-		had = h->n->locks != NULL;
-		ranges_set(L, h->n, h->o, h->lk.off,
-			   end_of(h->lk.off, h->lk.len), false, true, &sp);
-		pin_change(fs, h->n, had);
-		task_mutex_unlock(&L->lock);
-		spare_put(&sp);
-	}
-	fprintf(stderr, "intrfs: server %s: %u locks reclaimed, %u lost\n",
-		nc_client_server(fs->nc), all - lost, lost);
-	while ((h = list)) {
-		list = h->next;
-		task_mutex_lock_nofail(&L->lock);
-		owner_put(fs, h->o);
-		task_mutex_unlock(&L->lock);
-		node_unpin(fs, h->n);
-		free(h);
-	}
-}
-
-/* A dead daemon's locks. */
-
-static bool unhex(const char *s, unsigned char *out, unsigned max,
-		  unsigned *len)
-{
-	size_t n = strlen(s);
-
-	if (n % 2 || n / 2 > max)
-		return false;
-	for (size_t i = 0; i < n / 2; i++) {
-		unsigned v;
-
-		if (sscanf(s + 2 * i, "%2x", &v) != 1)
-			return false;
-		out[i] = (unsigned char)v;
-	}
-	*len = (unsigned)(n / 2);
-	return true;
-}
-
-/*
- * The journal at path, of a daemon that is gone: each owner it names has
- * every lock on its file released, as that owner (the UNLOCK of a lock it
- * no longer held is a no-op for the server).  Then the journal goes.
- */
-static void journal_replay(struct intrfs *fs, const char *path)
-{
-	FILE *f = fopen(path, "re");
-	char line[512], fh[2 * NC_FHSIZE + 2], oh[2 * NC_NLM_OHSIZE + 2];
-	struct nc_cred cred;
-	unsigned n = 0;
-
-	if (!f)
-		return;
-	nc_cred_self(&cred);
-	while (fgets(line, sizeof(line), f)) {
-		struct nc_nlm_lock lk;
-		struct nc_fh h;
-		int32_t svid;
-
-		memset(&lk, 0, sizeof(lk));
-		memset(&h, 0, sizeof(h));
-		if (sscanf(line, "L %129s %" SCNd32 " %193s", fh, &svid, oh) !=
-			    3 ||
-		    !unhex(fh, h.data, NC_FHSIZE, &h.len) ||
-		    !unhex(oh, lk.oh, NC_NLM_OHSIZE, &lk.oh_len))
-			continue;
-		lk.svid = svid;
-		jan_do(fs, JAN_UNLOCK, &h, &lk, &cred, false);
-		n++;
-	}
-	fclose(f);
-	if (n)
-		fprintf(stderr,
-			"intrfs: releasing the locks a daemon that died left "
-			"on server %s (%u owners and files, from %s)\n",
-			nc_client_server(fs->nc), n, path);
-	unlink(path);
-}
-
-/* Whether the journal's daemon still runs (its pid and start time). */
-static bool journal_live(const char *path)
-{
-	FILE *f = fopen(path, "re");
-	unsigned long long start;
-	int pid;
-	bool live = false;
-
-	if (!f)
-		return true; /* not ours to touch */
-	if (fscanf(f, "intrfs %d %llu", &pid, &start) == 2)
-		live = pid == getpid() ||
-		       ((kill(pid, 0) == 0 || errno == EPERM) &&
-			start_time(pid) == start);
-	fclose(f);
-	return live;
-}
-
-/*
- * This mount's journal, JOURNAL_DIR/locks-SERVER-PORT-EXPORT.PID: the
- * same server, port and export share the prefix.  Local files only: made
- * at mount, before any lock.
- */
-static void journal_create(struct intrfs *fs)
-{
-	struct lock_state *L = &fs->locks;
-	const struct nc_opts *o = nc_client_opts(fs->nc);
-	char path[PATH_MAX + 32];
-	size_t plen;
-
-	if (mkdir(JOURNAL_DIR, 0700) < 0 && errno != EEXIST) {
-		fprintf(stderr,
-			"intrfs: no lock journal in %s (%s): if this daemon "
-			"dies, its locks stay on the server until it restarts\n",
-			JOURNAL_DIR, strerror(errno));
-		return;
-	}
-	plen = (size_t)snprintf(L->prefix, sizeof(L->prefix), "locks-%s-%u-%s",
-				nc_client_server(fs->nc), o->port,
-				nc_client_export(fs->nc));
-	/* One file name: the export's slashes and the like become '_'. */
-	for (size_t i = 0; i < plen && i < sizeof(L->prefix); i++)
-		if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-			    "0123456789.-",
-			    L->prefix[i]))
-			L->prefix[i] = '_';
-	snprintf(path, sizeof(path), "%s/%s.%d", JOURNAL_DIR, L->prefix,
-		 (int)getpid());
-	L->journal = strdup(path);
-	L->journal_fd = L->journal ?
-				open(path,
-				     O_WRONLY | O_CREAT | O_TRUNC | O_APPEND |
-					     O_NOFOLLOW | O_CLOEXEC,
-				     0600) :
-				-1;
-	if (L->journal_fd < 0)
-		fprintf(stderr,
-			"intrfs: no lock journal %s (%s): if this daemon dies, "
-			"its locks stay on the server until it restarts\n",
-			path, strerror(errno));
-	journal_reset(fs);
-}
-
-/*
- * The journals of dead daemons of the same export: their owners' locks
- * are released (the janitor's first item: a mount does not wait for it).
- */
-static void journal_recover(struct intrfs *fs)
-{
-	struct lock_state *L = &fs->locks;
-	size_t plen = strlen(L->prefix);
-	char path[PATH_MAX + 32];
-	DIR *d = plen ? opendir(JOURNAL_DIR) : NULL;
-
-	for (struct dirent *e; d && (e = readdir(d));) {
-		if (strncmp(e->d_name, L->prefix, plen) != 0 ||
-		    e->d_name[plen] != '.')
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", JOURNAL_DIR, e->d_name);
-		if (journal_live(path))
-			continue;
-		if (nlm_ready(fs)) {
-			fprintf(stderr,
-				"intrfs: the locks a daemon that died left "
-				"(%s) stay: no lock manager on server %s\n",
-				path, nc_client_server(fs->nc));
-			continue;
-		}
-		journal_replay(fs, path);
-	}
-	if (d)
-		closedir(d);
-}
-
-/* Start and stop. */
-
-int locks_start(struct intrfs *fs)
-{
-	struct lock_state *L = &fs->locks;
-	struct task_attr attr = { "locks", REGION_POLICY_REGION, NULL };
-	struct jan_item *it;
-	struct utsname u;
-	int rc;
-
-	task_mutex_init(&L->lock);
-	task_mutex_init(&L->setup);
-	task_cond_init(&L->jan_cond);
-	task_cond_init(&L->done_cond);
-	L->journal_fd = -1;
-	if (uname(&u) < 0)
-		snprintf(u.nodename, sizeof(u.nodename), "localhost");
-	snprintf(L->oh_tag, sizeof(L->oh_tag), "@%.24s:%d.%llx", u.nodename,
-		 (int)getpid(), start_time(getpid()));
-	if (fs->o.nolock || (fs->o.local_posix && fs->o.local_flock))
-		return 0;
-	L->task = task_create(&attr);
-	if (!L->task)
-		return -ENOMEM;
-	rc = pthread_create(&L->janitor, NULL, janitor_main, fs);
-	if (rc) {
-		fprintf(stderr, "intrfs: cannot start the lock janitor: %s\n",
-			strerror(rc));
-		return -rc;
-	}
-	L->running = true;
-	journal_create(fs);
-	it = calloc(1, sizeof(*it));
-	if (it) {
-		it->op = JAN_RECOVER;
-		it->detached = true;
-		task_mutex_lock_nofail(&L->lock);
-		jan_queue(L, it);
-		task_mutex_unlock(&L->lock);
-	}
-	return 0;
-}
-
-/* How long an unmount gives the UNLOCKs of what is still held. */
-#define LK_STOP_S 5
-
-void locks_stop(struct intrfs *fs)
-{
-	struct lock_state *L = &fs->locks;
-	struct nc_cred cred;
-	bool clean;
-
-	if (!L->running) {
-		nc_lockd_stop(fs->nc);
-		return;
-	}
-	/* What no close released (the mount was cut): released now. */
-	nc_cred_self(&cred);
-	for (;;) {
-		struct lk_owner *o = NULL;
-		struct node *n = NULL;
-
-		task_mutex_lock_nofail(&L->lock);
-		if (L->nodes) {
-			n = L->nodes;
-			o = n->locks->o;
-			o->refs++;
-		}
-		task_mutex_unlock(&L->lock);
-		if (!n)
-			break;
-		release(fs, n, o, 0, 0, &cred, false);
-		task_mutex_lock_nofail(&L->lock);
-		owner_put(fs, o);
-		task_mutex_unlock(&L->lock);
-	}
-	/* The janitor ends once its queue is empty, or is cut short. */
-	task_mutex_lock_nofail(&L->lock);
-	L->stop = true;
-	jan_wake(L);
-	task_mutex_unlock(&L->lock);
-	for (unsigned i = 0; i < LK_STOP_S * 10; i++) {
-		task_mutex_lock_nofail(&L->lock);
-		clean = !L->queue && !L->busy;
-		task_mutex_unlock(&L->lock);
-		if (clean)
-			break;
-		usleep(100000);
-	}
-	if (!clean)
-		fprintf(stderr,
-			"intrfs: server %s has not taken every UNLOCK %d s "
-			"after the unmount: the next mount releases them\n",
-			nc_client_server(fs->nc), LK_STOP_S);
-	nc_lockd_stop(fs->nc);
-	/* Whatever is still queued ends with -ESHUTDOWN now. */
-	nc_client_shutdown(fs->nc);
-	pthread_join(L->janitor, NULL);
-	L->running = false;
-	while (L->queue) {
-		struct jan_item *it = L->queue;
-
-		L->queue = it->next;
-		free(it);
-	}
-	if (L->journal_fd >= 0) {
-		close(L->journal_fd);
-		/* Kept when something may still be held, for the next mount. */
-		if (clean && !L->abandoned)
-			unlink(L->journal);
-	}
-	free(L->journal);
-	task_put(L->task);
 }

@@ -35,7 +35,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define JOURNAL_DIR "/run/intrfs"
 /* A name is tried with the next counter when it exists already. */
 #define SILLY_TRIES 64
 #define SILLY_NAME_MAX 64
@@ -356,35 +355,43 @@ static bool daemon_alive(pid_t pid)
 	return strncmp(comm, "intrfs", 6) == 0;
 }
 
-/*
- * The journal of this server and export: its address, its NFS port and a
- * hash of the export, so that two servers on one host, or two exports of
- * one server, never share one (a line sent to the wrong server gets
- * ESTALE, which would drop it, and its name would never be removed).
- */
-static void journal_path(struct intrfs *fs)
+int journal_key(struct intrfs *fs, char *out, size_t len)
 {
 	const char *server = nc_client_server(fs->nc);
 	uint64_t h = 14695981039346656037ull; /* FNV-1a */
-	char path[512];
-	size_t n;
+	size_t n = 0;
 
-	if (mkdir(JOURNAL_DIR, 0700) < 0 && errno != EEXIST) {
-		fprintf(stderr,
-			"intrfs: cannot make %s (%s): files unlinked while "
-			"open stay under their hidden names if intrfs dies\n",
-			JOURNAL_DIR, strerror(errno));
-		return;
-	}
+	if (mkdir(JOURNAL_DIR, 0700) < 0 && errno != EEXIST)
+		return -errno;
 	for (const unsigned char *p =
 		     (const unsigned char *)nc_client_export(fs->nc);
 	     *p; p++)
 		h = (h ^ *p) * 1099511628211ull;
-	n = (size_t)snprintf(path, sizeof(path), JOURNAL_DIR "/silly-");
-	for (const char *s = server; *s && n < sizeof(path) - 64; s++)
-		path[n++] = (*s == '/' || *s == ' ') ? '_' : *s;
-	snprintf(path + n, sizeof(path) - n, "-%u-%016" PRIx64,
+	for (const char *s = server; *s && n < len - 64; s++)
+		out[n++] = (*s == '/' || *s == ' ') ? '_' : *s;
+	snprintf(out + n, len - n, "-%u-%016" PRIx64,
 		 nc_client_nfs_port(fs->nc), h);
+	return 0;
+}
+
+/*
+ * The journal of this server and export (journal_key()): a line sent to
+ * the wrong server would get ESTALE, which would drop it, and its name
+ * would never be removed.
+ */
+static void journal_path(struct intrfs *fs)
+{
+	char key[300], path[512];
+	int rc = journal_key(fs, key, sizeof(key));
+
+	if (rc) {
+		fprintf(stderr,
+			"intrfs: cannot make %s (%s): files unlinked while "
+			"open stay under their hidden names if intrfs dies\n",
+			JOURNAL_DIR, strerror(-rc));
+		return;
+	}
+	snprintf(path, sizeof(path), JOURNAL_DIR "/silly-%s", key);
 	fs->silly.journal = strdup(path);
 }
 
