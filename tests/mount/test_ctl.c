@@ -33,10 +33,17 @@
  * stdout and stderr into out; kills it after timeout_ms.  Returns its exit
  * status (-1: killed), how long it ran in *ns when ns is not NULL.
  */
+/*
+ * The binaries another user runs: the build tree's, unless a test copied
+ * them where that user may execute them (the tree may be below a directory
+ * only root may search, as a fresh clone in a mktemp -d).
+ */
+static const char *ctl_bin = INTRFSCTL_BIN, *daemon_bin;
+
 static int ctl_run(char *out, size_t len, const char *const *args, uid_t uid,
 		   unsigned timeout_ms, uint64_t *ns)
 {
-	const char *argv[8] = { INTRFSCTL_BIN };
+	const char *argv[8] = { ctl_bin };
 	uint64_t t0 = region_now_ns(), end = t0 + timeout_ms * 1000000ull;
 	size_t n = 1, got = 0;
 	int p[2], st;
@@ -53,7 +60,7 @@ static int ctl_run(char *out, size_t len, const char *const *args, uid_t uid,
 		dup2(p[1], 2);
 		if (uid && (setgid(uid) < 0 || setuid(uid) < 0))
 			_exit(126);
-		execv(INTRFSCTL_BIN, (char *const *)argv);
+		execv(ctl_bin, (char *const *)argv);
 		_exit(127);
 	}
 	close(p[1]);
@@ -603,8 +610,8 @@ static void mnt_spawn_as(struct mnt *b, const char *mnt,
 		if (uid && (setgroups(0, NULL) < 0 || setgid(uid) < 0 ||
 			    setuid(uid) < 0))
 			_exit(126);
-		execl(intrfs_bin(), "intrfs", "-f", src, b->dir, "-o", opts,
-		      (char *)NULL);
+		execl(daemon_bin ? daemon_bin : intrfs_bin(), "intrfs", "-f",
+		      src, b->dir, "-o", opts, (char *)NULL);
 		_exit(127);
 	}
 	b->pid = pid;
@@ -746,8 +753,21 @@ TEST_IMPL(ctl_stale_socket)
  * user's runtime directory: root's intrfsctl and the user's find it and
  * are answered, and it is gone with the mount.
  */
+/* Copies the executable src into dir (mode 0755): its new path. */
+static const char *copy_exec(const char *src, const char *dir, const char *name,
+			     char *out, size_t len)
+{
+	char cmd[1024];
+
+	snprintf(out, len, "%s/%s", dir, name);
+	snprintf(cmd, sizeof(cmd), "install -m 0755 '%s' '%s'", src, out);
+	ASSERT_EQ(system(cmd), 0);
+	return out;
+}
+
 TEST_IMPL(ctl_user_mount)
 {
+	char bin_daemon[128], bin_ctl[128];
 	static char out[65536];
 	char dir[] = "/tmp/intrfs-test-ctl.XXXXXX", mnt[64], run[64];
 	char ctl_dir[96], sock[108];
@@ -770,6 +790,10 @@ TEST_IMPL(ctl_user_mount)
 	if (made_run)
 		ASSERT_EQ(chown(run, USER_UID, USER_GID), 0);
 	snprintf(ctl_dir, sizeof(ctl_dir), "%s/intrfs-ctl", run);
+	daemon_bin = copy_exec(intrfs_bin(), dir, "intrfs", bin_daemon,
+			       sizeof(bin_daemon));
+	ctl_bin = copy_exec(INTRFSCTL_BIN, dir, "intrfsctl", bin_ctl,
+			    sizeof(bin_ctl));
 
 	mnt_spawn_as(&u, mnt, &s, dir, USER_UID);
 	ASSERT_WITHIN(ctl_socket_of(ctl_dir, u.pid, sock, sizeof(sock)), 5000);
@@ -796,6 +820,10 @@ TEST_IMPL(ctl_user_mount)
 	if (made_run_user)
 		rmdir("/run/user");
 	unlink(u.log);
+	unlink(bin_daemon);
+	unlink(bin_ctl);
+	daemon_bin = NULL;
+	ctl_bin = INTRFSCTL_BIN;
 	rmdir(mnt);
 	rmdir(dir);
 	return 0;
