@@ -218,6 +218,43 @@ void region_depths(unsigned *uninterruptible, unsigned *killable)
 		*killable = region__killable_depth(c);
 }
 
+void region_begin_at(const struct region_site *site)
+{
+	region__begin(site);
+}
+
+void region_end_at(const struct region_site *site)
+{
+	region__end(site->kind, site->file, site->line);
+}
+
+/* Caller-declared regions: the ioctl an intrfs daemon serves. */
+
+static int caller_ioc(int fd, enum region_caller_op op, enum region_kind kind,
+		      const char *reason)
+{
+	struct region_caller_ioc ioc;
+
+	if (kind != REGION_UNINTERRUPTIBLE && kind != REGION_KILLABLE)
+		return -EINVAL;
+	memset(&ioc, 0, sizeof(ioc));
+	ioc.op = op;
+	ioc.kind = kind;
+	if (reason)
+		snprintf(ioc.reason, sizeof(ioc.reason), "%s", reason);
+	return ioctl(fd, REGION_CALLER_IOC, &ioc) < 0 ? -errno : 0;
+}
+
+int region_caller_begin(int fd, enum region_kind kind, const char *reason)
+{
+	return caller_ioc(fd, REGION_CALLER_BEGIN, kind, reason);
+}
+
+int region_caller_end(int fd, enum region_kind kind)
+{
+	return caller_ioc(fd, REGION_CALLER_END, kind, NULL);
+}
+
 /* Reports and events. */
 
 void region_set_report_hook(void (*fn)(const char *msg, void *arg), void *arg)

@@ -39,6 +39,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/ioctl.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -239,8 +240,53 @@ static inline void region__end(enum region_kind kind, const char *file,
 #define region_begin_killable(why) REGION__BEGIN(REGION_KILLABLE, (why))
 #define region_end_killable() region__end(REGION_KILLABLE, __FILE__, __LINE__)
 
+/*
+ * A region whose site the caller made, for one declared elsewhere (by the
+ * caller of a request, in another process, say): site, its kind, reason
+ * and where, must live until the region ends.  These nest with the
+ * macros' regions like any other; region_end_at() ends the innermost, which
+ * must be site's kind.
+ */
+void region_begin_at(const struct region_site *site);
+void region_end_at(const struct region_site *site);
+
 /* Current uninterruptible and killable depths of the calling thread. */
 void region_depths(unsigned *uninterruptible, unsigned *killable);
+
+/*
+ * Caller-declared regions: a thread opens a region that the waits of an
+ * intrfs mount obey for every request this thread makes to that mount,
+ * nested outside the mount's own regions (the upper layer's region of the
+ * proposal, taken across FUSE).  fd is any open file or directory of the
+ * mount (not O_PATH); reason is cut at REGION_CALLER_REASON_MAX - 1
+ * bytes.  Each returns 0 or -errno: -ENOTTY on a file that is not on an
+ * intrfs mount, -EINVAL for a kind that is neither, or an end with no
+ * region of that kind innermost, -EBADF for an O_PATH descriptor, -EACCES
+ * for another user's mount without allow_other.  A region a thread leaves
+ * open when it ends is closed by the mount (and logged).
+ */
+#define REGION_CALLER_REASON_MAX 64
+int region_caller_begin(int fd, enum region_kind kind, const char *reason);
+int region_caller_end(int fd, enum region_kind kind);
+
+/*
+ * The ioctl behind them, which an intrfs daemon serves on any of its
+ * files: a fixed-size struct, as FUSE passes ioctls through only then.
+ */
+enum region_caller_op {
+	REGION_CALLER_BEGIN = 1,
+	REGION_CALLER_END = 2,
+};
+
+struct region_caller_ioc {
+	uint32_t op; /* enum region_caller_op */
+	uint32_t kind; /* enum region_kind */
+	uint32_t depth; /* out: the thread's caller regions after it */
+	uint32_t reserved; /* 0 */
+	char reason[REGION_CALLER_REASON_MAX];
+};
+
+#define REGION_CALLER_IOC _IOWR('r', 0x4c, struct region_caller_ioc)
 
 /* Tasks. */
 
