@@ -216,6 +216,10 @@ static void tasks_json(struct intrfs *fs, FILE *f)
 			jstr(f, rs->file);
 			fprintf(f, ",\"line\":%d,\"func\":", rs->line);
 			jstr(f, rs->func);
+			/* The caller's: declared by thread pid, by func. */
+			if (caller_site(rs))
+				fprintf(f, ",\"caller\":true,\"tid\":%d",
+					(int)v[i].pid);
 			fprintf(f, ",\"age_ms\":%" PRIu64 "}",
 				ti->stack[d].age_ms);
 		}
@@ -274,12 +278,20 @@ static void tasks_table(struct intrfs *fs, FILE *f)
 		for (unsigned d = ti->depth; d-- > 0;) {
 			const struct region_site *rs = ti->stack[d].site;
 
-			fprintf(f,
-				"    %s region \"%s\" at %s:%d (%s), %" PRIu64
-				" ms\n",
-				region_kind_name(rs->kind), rs->reason,
-				rs->file, rs->line, rs->func,
-				ti->stack[d].age_ms);
+			if (caller_site(rs))
+				fprintf(f,
+					"    %s region \"%s\" of the caller, "
+					"thread %d (%s), %" PRIu64 " ms\n",
+					region_kind_name(rs->kind), rs->reason,
+					(int)v[i].pid, rs->func,
+					ti->stack[d].age_ms);
+			else
+				fprintf(f,
+					"    %s region \"%s\" at %s:%d (%s), "
+					"%" PRIu64 " ms\n",
+					region_kind_name(rs->kind), rs->reason,
+					rs->file, rs->line, rs->func,
+					ti->stack[d].age_ms);
 		}
 	}
 	free(v);

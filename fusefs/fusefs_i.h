@@ -21,8 +21,8 @@
  *     then fs->watch.lock (interrupt.c);
  *   leaves, held for a few instructions and never across a wait:
  *     fs->nodes_lock (nodes.c; access.c and silly.c use it for their node
- *     fields), fs->pool.lock (workers.c), fs->notify.lock (notify.c) and
- *     the buffer pool's lock (bufpool.c).
+ *     fields), fs->pool.lock (workers.c), fs->notify.lock (notify.c),
+ *     fs->callers.lock (callers.c) and the buffer pool's lock (bufpool.c).
  * The leaves never nest in each other; the buffer pool's is taken under
  * wb.lock.
  *
@@ -270,6 +270,32 @@ struct lock_state {
 	char prefix[320]; /* of the journals of this export */
 };
 
+/*
+ * Caller-declared regions (callers.c): the stacks of threads that opened
+ * some by the ioctl, by tid, and what the registry of intrfs-region(1)
+ * looked like.  Every field but those set once at the start is protected
+ * by lock, a leaf.
+ */
+#define CALLER_BUCKETS 256
+/* Caller regions a request may run in: a thread's own, and inherited. */
+#define CALLER_DEPTH_MAX 16
+struct caller;
+struct callers_state {
+	pthread_mutex_t lock;
+	struct caller *tab[CALLER_BUCKETS];
+	unsigned nthreads;
+	/* Any stack at all: read without the lock, on every request. */
+	_Atomic bool any;
+	/* The registry's directory as last seen, and whether it held any. */
+	struct stat reg_st;
+	bool reg_known, reg_busy;
+	/* Set by callers_start(), read-only after. */
+	bool pidfd_threads; /* pidfd_open(PIDFD_THREAD) works */
+	bool running;
+	int epfd, stop[2];
+	pthread_t reaper;
+};
+
 /* Names in doubt (unsure.c): entries for them are not cached. */
 struct unsure_state {
 	pthread_mutex_t lock;
@@ -336,6 +362,7 @@ struct intrfs {
 	struct unsure_state unsure;
 	struct silly_state silly;
 	struct lock_state locks;
+	struct callers_state callers;
 	struct fs_stats stats;
 	struct ctl_state ctl;
 	/*
@@ -367,6 +394,12 @@ struct job {
 	job_reply_fn reply; /* after the region, when run returned 0 */
 	struct nc_cred cred;
 	pid_t tid; /* the caller's thread */
+	/*
+	 * The caller's regions when the request came (callers.c), outermost
+	 * first: the job runs inside them, outside the mount's own.
+	 */
+	const struct region_site *caller[CALLER_DEPTH_MAX];
+	unsigned ncaller;
 	enum nc_intr_mode intr_mode; /* the mount's, when the request came */
 	uint64_t start_ns;
 	bool forced; /* no INTERRUPT comes for it (flush) */
@@ -628,6 +661,9 @@ int trace_on(const char *path, const char *mountpoint);
  */
 int trace_on_fd(int fd, dev_t mount_dev);
 void trace_off(void);
+/* A caller region of thread tid began, ended or was cleared (ev). */
+void trace_caller(const char *ev, pid_t tid, const struct region_site *site,
+		  unsigned depth);
 
 /* control.c: the endpoint intrfsctl talks to (ctl.h) */
 int control_start(struct intrfs *fs);
@@ -738,6 +774,24 @@ void intr_unwatch(struct job *j, bool req_ours);
 unsigned caller_groups(pid_t tid, uint32_t *groups, unsigned max);
 /* Whether thread tid is in chmod(2), fchmod(2) or fchmodat(2) now. */
 bool caller_in_chmod(pid_t tid);
+
+/* callers.c: caller-declared regions */
+int callers_start(struct intrfs *fs);
+void callers_stop(struct intrfs *fs);
+/*
+ * The regions thread tid's requests run in now, outermost first (those it
+ * inherits from intrfs-region(1), then its own), at most max; how many.
+ */
+unsigned callers_of(struct intrfs *fs, pid_t tid,
+		    const struct region_site **out, unsigned max);
+/*
+ * The ioctl REGION_CALLER_IOC from thread tid: begins or ends a region of
+ * its stack; 0 (ioc->depth set) or -errno (-EINVAL and a log line for an
+ * unknown kind or an end that matches no begin).
+ */
+int callers_ioctl(struct intrfs *fs, pid_t tid, struct region_caller_ioc *ioc);
+/* Whether site is a caller's region (its reason, tid and origin shown). */
+bool caller_site(const struct region_site *site);
 
 /* bufpool.c: I/O buffers, reused */
 /* len bytes (a write's extent, a read's data); free with buf_free(). */

@@ -16,7 +16,8 @@
  * comes.  A flush gets no INTERRUPT at all (the kernel forces it: close(2)
  * and a dying process's exit path wait uninterruptibly): the watcher
  * answers it once its caller is dying and lets it finish in the
- * background.  With nothing to watch it sleeps.  When the interrupt ends
+ * background, but on nointr mounts or inside an uninterruptible region of
+ * the caller's own (callers.c).  With nothing to watch it sleeps.  When the interrupt ends
  * the task's current wait, the interrupt path answers EINTR itself, without
  * waiting for the worker to wake (answer_eintr).
  *
@@ -248,6 +249,21 @@ static void on_interrupt(fuse_req_t req, void *data)
 }
 
 /*
+ * Whether j's caller declared an uninterruptible region that its task's
+ * policy enforces: then even a dying caller's flush is not cut short, as
+ * on a nointr mount.
+ */
+static bool caller_holds_fatal(const struct job *j)
+{
+	if (!j->ncaller || task_policy(j->task) == REGION_POLICY_PERCALL)
+		return false;
+	for (unsigned i = 0; i < j->ncaller; i++)
+		if (j->caller[i]->kind == REGION_UNINTERRUPTIBLE)
+			return true;
+	return false;
+}
+
+/*
  * A forced request (flush: close(2) and the exit path) gets no INTERRUPT,
  * and its caller sleeps uninterruptibly until it is answered.  When the
  * caller is dying, it is answered now, but on nointr mounts; the job goes
@@ -257,7 +273,8 @@ static void on_interrupt(fuse_req_t req, void *data)
 static void answer_dying(struct job *j)
 {
 	raised(j, TASK_INTR_FATAL);
-	if (j->intr_mode == NC_NOINTR || !job_take_answer(j))
+	if (j->intr_mode == NC_NOINTR || caller_holds_fatal(j) ||
+	    !job_take_answer(j))
 		return;
 	fs_count(&j->fs->stats.fatal_interrupts);
 	fs_count(&j->fs->stats.eintr_replies);

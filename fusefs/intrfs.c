@@ -470,6 +470,8 @@ static int run(struct intrfs *fs, const struct cmdline *cl,
 	}
 	rc = bufpool_start();
 	if (rc == 0)
+		rc = callers_start(fs);
+	if (rc == 0)
 		rc = intr_start(fs);
 	if (rc == 0) {
 		rc = workers_start(fs);
@@ -480,6 +482,7 @@ static int run(struct intrfs *fs, const struct cmdline *cl,
 	if (rc) {
 		fprintf(stderr, PROG ": cannot start workers: %s\n",
 			strerror(-rc));
+		callers_stop(fs);
 		goto out_unmount;
 	}
 	if (fs->o.hung_timeout)
@@ -552,6 +555,7 @@ static int run(struct intrfs *fs, const struct cmdline *cl,
 	region_watchdog_stop();
 	intr_stop(fs);
 	workers_stop(fs);
+	callers_stop(fs);
 out_unmount:
 	fuse_session_unmount(fs->se);
 out_signals:

@@ -222,6 +222,9 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_HANDLE_KILLPRIV;
 	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
 		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
+	/* A caller's region may be declared on a directory too. */
+	if (conn->capable & FUSE_CAP_IOCTL_DIR)
+		conn->want |= FUSE_CAP_IOCTL_DIR;
 	/* The page cache would hide writes from the server's errors. */
 	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
 	/*
@@ -1136,6 +1139,38 @@ static void op_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	submit(j, true);
 }
 
+/*
+ * ioctl: only REGION_CALLER_IOC, a caller's region (callers.c), answered
+ * on the session thread: it never waits for the server.  A restricted
+ * ioctl, so the kernel copied the struct in and copies it back out.
+ */
+static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd,
+		     void *arg, struct fuse_file_info *fi, unsigned flags,
+		     const void *in_buf, size_t in_bufsz, size_t out_bufsz)
+{
+	struct region_caller_ioc ioc;
+	int rc;
+
+	(void)ino;
+	(void)arg;
+	(void)fi;
+	(void)flags;
+	if (cmd != (unsigned int)REGION_CALLER_IOC) {
+		fs_reply_err(req, -ENOTTY);
+		return;
+	}
+	if (in_bufsz < sizeof(ioc) || out_bufsz < sizeof(ioc)) {
+		fs_reply_err(req, -EINVAL);
+		return;
+	}
+	memcpy(&ioc, in_buf, sizeof(ioc));
+	rc = callers_ioctl(FS(req), fuse_req_ctx(req)->pid, &ioc);
+	if (rc)
+		fs_reply_err(req, rc);
+	else
+		fuse_reply_ioctl(req, 0, &ioc, sizeof(ioc));
+}
+
 const struct fuse_lowlevel_ops intrfs_ops = {
 	.init = op_init,
 	.lookup = op_lookup,
@@ -1168,4 +1203,5 @@ const struct fuse_lowlevel_ops intrfs_ops = {
 	.getlk = op_getlk,
 	.setlk = op_setlk,
 	.flock = op_flock,
+	.ioctl = op_ioctl,
 };

@@ -101,14 +101,26 @@ static void on_region(const struct region_event *ev, void *arg)
 	if (ev->type == REGION_EV_BEGIN || ev->type == REGION_EV_END) {
 		json_escape(reason, sizeof(reason), ev->site->reason);
 		json_escape(file, sizeof(file), ev->site->file);
-		n = snprintf(line, sizeof(line),
-			     "{\"t_ns\":%" PRIu64
-			     ",\"ev\":\"%s\",\"task\":%" PRIu64
-			     ",\"kind\":\"%s\",\"reason\":\"%s\","
-			     "\"site\":\"%s:%d\",\"depth\":%u}\n",
-			     since(), names[ev->type], ev->task_id,
-			     region_kind_name(ev->site->kind), reason, file,
-			     ev->site->line, ev->depth);
+		if (caller_site(ev->site))
+			/* The caller's region, around the request's. */
+			n = snprintf(line, sizeof(line),
+				     "{\"t_ns\":%" PRIu64
+				     ",\"ev\":\"%s\",\"task\":%" PRIu64
+				     ",\"kind\":\"%s\",\"reason\":\"%s\","
+				     "\"site\":\"caller\",\"by\":\"%s\","
+				     "\"depth\":%u}\n",
+				     since(), names[ev->type], ev->task_id,
+				     region_kind_name(ev->site->kind), reason,
+				     ev->site->func, ev->depth);
+		else
+			n = snprintf(line, sizeof(line),
+				     "{\"t_ns\":%" PRIu64
+				     ",\"ev\":\"%s\",\"task\":%" PRIu64
+				     ",\"kind\":\"%s\",\"reason\":\"%s\","
+				     "\"site\":\"%s:%d\",\"depth\":%u}\n",
+				     since(), names[ev->type], ev->task_id,
+				     region_kind_name(ev->site->kind), reason,
+				     file, ev->site->line, ev->depth);
 	} else {
 		n = snprintf(line, sizeof(line),
 			     "{\"t_ns\":%" PRIu64
@@ -151,6 +163,24 @@ static void on_net(const struct nc_event *ev, void *arg)
 		n += snprintf(line + n, sizeof(line) - (size_t)n,
 			      ",\"rtt_ns\":%" PRIu64, ev->rtt_ns);
 	n += snprintf(line + n, sizeof(line) - (size_t)n, "}\n");
+	emit_line(line, n, sizeof(line));
+}
+
+void trace_caller(const char *ev, pid_t tid, const struct region_site *site,
+		  unsigned depth)
+{
+	char line[512], reason[200];
+	int n;
+
+	if (!atomic_load_explicit(&on, memory_order_relaxed))
+		return;
+	json_escape(reason, sizeof(reason), site->reason);
+	n = snprintf(line, sizeof(line),
+		     "{\"t_ns\":%" PRIu64
+		     ",\"ev\":\"%s\",\"tid\":%d,\"kind\":\"%s\","
+		     "\"reason\":\"%s\",\"depth\":%u}\n",
+		     since(), ev, (int)tid, region_kind_name(site->kind),
+		     reason, depth);
 	emit_line(line, n, sizeof(line));
 }
 

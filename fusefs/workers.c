@@ -9,8 +9,9 @@
  * on after), queues it for the pool: an idle worker takes it, or a new
  * worker is started, so that a request never waits for another one to
  * finish.  Whoever runs the job enters its task, runs it inside the mount
- * mode's region, leaves the region, then replies, unless the interrupt
- * path answered first.
+ * mode's region, itself inside the regions its caller declared
+ * (callers.c), leaves them, then replies, unless the interrupt path
+ * answered first.
  *
  * A session thread running a job is one libfuse no longer counts as
  * reading /dev/fuse; libfuse starts another whenever none is left, up to a
@@ -58,6 +59,7 @@ struct job *job_new(struct intrfs *fs, fuse_req_t req, const char *op,
 	j->run = run;
 	j->reply = reply;
 	j->tid = ctx->pid;
+	j->ncaller = callers_of(fs, ctx->pid, j->caller, CALLER_DEPTH_MAX);
 	/* relaxed: see req_policy. */
 	j->intr_mode = (enum nc_intr_mode)atomic_load_explicit(
 		&fs->req_mode, memory_order_relaxed);
@@ -206,9 +208,14 @@ static void job_run(struct job *j)
 	int rc;
 
 	task_enter(j->task);
+	/* The caller's regions enclose the mount's (callers.c). */
+	for (unsigned i = 0; i < j->ncaller; i++)
+		region_begin_at(j->caller[i]);
 	FS_REGION_BEGIN(j, "fuse request");
 	rc = j->run(j);
 	FS_REGION_END(j);
+	for (unsigned i = j->ncaller; i-- > 0;)
+		region_end_at(j->caller[i]);
 	task_leave(j->task);
 	if (j->detached) {
 		/* Answered early: with success, or EINTR by the interrupt path. */

@@ -768,7 +768,8 @@ static void count_sig(int sig)
 }
 
 static void probe_child(enum probe_op op, const char *path, size_t len,
-			bool direct, int out, int ready, int go)
+			bool direct, enum region_kind region,
+			const char *reason, int out, int ready, int go)
 {
 	struct probe_result r = { 0 };
 	struct sigaction sa = { 0 };
@@ -792,6 +793,30 @@ static void probe_child(enum probe_op op, const char *path, size_t len,
 		if (write(ready, "r", 1) != 1)
 			_exit(3);
 		goto out;
+	}
+	if (region) {
+		/* On the file itself, or for a stat on the file's parent. */
+		int rfd = fd;
+		int rc;
+
+		if (op == PROBE_STAT) {
+			char dir[512], *slash;
+
+			snprintf(dir, sizeof(dir), "%s", path);
+			slash = strrchr(dir, '/');
+			if (slash)
+				*slash = '\0';
+			rfd = open(dir, O_RDONLY | O_DIRECTORY);
+		}
+		rc = region_caller_begin(rfd, region, reason);
+		if (rc < 0) {
+			r.ret = -1;
+			r.err = -rc;
+			snprintf(r.data, sizeof(r.data), "region");
+			if (write(ready, "r", 1) != 1)
+				_exit(3);
+			goto out;
+		}
 	}
 	if (write(ready, "r", 1) != 1 || read(go, buf, 1) != 1)
 		_exit(3);
@@ -821,6 +846,13 @@ out:
 void probe_start(struct probe *p, enum probe_op op, const char *path,
 		 size_t len, bool direct, uid_t uid)
 {
+	probe_start_in(p, op, path, len, direct, uid, 0, NULL);
+}
+
+void probe_start_in(struct probe *p, enum probe_op op, const char *path,
+		    size_t len, bool direct, uid_t uid, enum region_kind region,
+		    const char *reason)
+{
 	int res[2], rdy[2], go[2];
 
 	ASSERT_EQ(pipe(res), 0);
@@ -841,7 +873,8 @@ void probe_start(struct probe *p, enum probe_op op, const char *path,
 			    setuid(uid) < 0)
 				_exit(4);
 		}
-		probe_child(op, path, len, direct, res[1], rdy[1], go[0]);
+		probe_child(op, path, len, direct, region, reason, res[1],
+			    rdy[1], go[0]);
 	}
 	close(res[1]);
 	close(rdy[1]);

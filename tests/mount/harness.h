@@ -13,6 +13,7 @@
 #ifndef INTRFS_MOUNT_HARNESS_H
 #define INTRFS_MOUNT_HARNESS_H
 
+#include "intrfs/region.h"
 #include "proc.h"
 #include "test.h"
 #include "testenv.h"
@@ -174,6 +175,15 @@ struct probe {
  */
 void probe_start(struct probe *p, enum probe_op op, const char *path,
 		 size_t len, bool direct, uid_t uid);
+/*
+ * probe_start() with a caller region (region_caller_begin()) of kind
+ * region (0: none) declared on the opened file before the ready byte (for
+ * a stat, on its directory).  A region refused is the probe's result:
+ * ret -1, err its errno, data "region".
+ */
+void probe_start_in(struct probe *p, enum probe_op op, const char *path,
+		    size_t len, bool direct, uid_t uid, enum region_kind region,
+		    const char *reason);
 /* Waits for the child's ready byte (its file is open). */
 void probe_wait_ready(struct probe *p);
 void probe_go(struct probe *p);

@@ -1,0 +1,723 @@
+/*
+ * Caller-declared regions on real mounts: the ioctl and its errors, the
+ * stacks of threads that end with regions open, and what a caller's
+ * region does to its requests under each policy when the server stalls
+ * and a signal comes; then intrfs-region(1), whose region reaches a
+ * command's descendants and mounts made after it started.
+ */
+#include "harness.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef INTRFS_REGION_BIN
+#error "INTRFS_REGION_BIN: the path of intrfs-region, from tests/meson.build"
+#endif
+#ifndef INTRFSCTL_BIN
+#error "INTRFSCTL_BIN: the path of intrfsctl, from tests/meson.build"
+#endif
+
+#define FILE_LEN (1u << 20)
+#define READ_LEN 65536
+#define PROMPT_MS 1000
+#define STALL_MS 400
+
+/* The ioctl by hand: op, kind, reason; the depth it gave in *depth. */
+static int raw_ioc(int fd, uint32_t op, uint32_t kind, uint32_t reserved,
+		   const char *reason, unsigned *depth)
+{
+	struct region_caller_ioc ioc;
+
+	memset(&ioc, 0, sizeof(ioc));
+	ioc.op = op;
+	ioc.kind = kind;
+	ioc.reserved = reserved;
+	if (reason)
+		snprintf(ioc.reason, sizeof(ioc.reason), "%s", reason);
+	if (ioctl(fd, REGION_CALLER_IOC, &ioc) < 0)
+		return -errno;
+	if (depth)
+		*depth = ioc.depth;
+	return 0;
+}
+
+/*
+ * Runs argv with stdout and stderr into out (NUL-terminated); returns its
+ * wait status.  Fails the test past timeout_ms.
+ */
+static int run_out(const char *const *argv, char *out, size_t len,
+		   unsigned timeout_ms)
+{
+	uint64_t end = region_now_ns() + (uint64_t)timeout_ms * 1000000u;
+	size_t got = 0;
+	int p[2], st;
+	pid_t pid;
+
+	ASSERT_EQ(pipe2(p, O_CLOEXEC), 0);
+	fflush(NULL);
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		dup2(p[1], 1);
+		dup2(p[1], 2);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	close(p[1]);
+	for (;;) {
+		struct pollfd pf = { p[0], POLLIN, 0 };
+		uint64_t now = region_now_ns();
+		ssize_t r;
+
+		if (now >= end) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &st, 0);
+			close(p[0]);
+			TEST__FAIL("%s did not end within %u ms: %s", argv[0],
+				   timeout_ms, out);
+		}
+		if (poll(&pf, 1, (int)((end - now) / 1000000) + 1) <= 0)
+			continue;
+		r = read(p[0], out + got, len - 1 - got);
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+		out[got] = '\0';
+	}
+	out[got] = '\0';
+	close(p[0]);
+	ASSERT_EQ(waitpid(pid, &st, 0), pid);
+	return st;
+}
+
+/* intrfsctl MNT tasks --table, until it shows what (5 s), into out. */
+static void tasks_show(const struct mnt *m, const char *what, char *out,
+		       size_t len)
+{
+	for (int i = 0; i < 250; i++) {
+		int st = run_out((const char *const[]){ INTRFSCTL_BIN, m->dir,
+							"tasks", "--table",
+							NULL },
+				 out, len, 30000);
+
+		ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		if (strstr(out, what))
+			return;
+		test_sleep_ms(20);
+	}
+	TEST__FAIL("intrfsctl tasks never showed '%s'; last:\n%s", what, out);
+}
+
+static void prepare_file(const struct mnt *m, const char *name)
+{
+	char *buf = malloc(FILE_LEN);
+
+	ASSERT_NOT_NULL(buf);
+	memset(buf, 'a', FILE_LEN);
+	write_file(lpath(m, name), buf, FILE_LEN);
+	free(buf);
+}
+
+/*
+ * The door: any file or directory of the mount, not O_PATH, not another
+ * filesystem's; the kinds, the balance, the depth, the log lines.
+ */
+TEST_IMPL(callers_ioctl_rules)
+{
+	struct test_server s;
+	struct mnt m;
+	char tmp[] = "/tmp/intrfs-test-ioc.XXXXXX";
+	unsigned depth = 0;
+	int f, d, p, t;
+
+	srv_get(&s);
+	mnt_start(&m, &s, "");
+	write_file(lpath(&m, "f"), "x", 1);
+	f = open(mpath(&m, "f"), O_RDONLY);
+	d = open(m.dir, O_RDONLY | O_DIRECTORY);
+	p = open(mpath(&m, "f"), O_PATH);
+	t = mkstemp(tmp);
+	ASSERT_GE(f, 0);
+	ASSERT_GE(d, 0);
+	ASSERT_GE(p, 0);
+	ASSERT_GE(t, 0);
+	unlink(tmp);
+
+	/* Nested, on a file then on the directory (FUSE_CAP_IOCTL_DIR). */
+	ASSERT_EQ(raw_ioc(f, REGION_CALLER_BEGIN, REGION_KILLABLE, 0, "outer",
+			  &depth),
+		  0);
+	ASSERT_EQ(depth, 1);
+	ASSERT_EQ(raw_ioc(d, REGION_CALLER_BEGIN, REGION_UNINTERRUPTIBLE, 0,
+			  "inner", &depth),
+		  0);
+	ASSERT_EQ(depth, 2);
+	/* An end must match the innermost begin. */
+	ASSERT_EQ(region_caller_end(f, REGION_KILLABLE), -EINVAL);
+	mnt_wait_log(&m,
+		     "end of a killable caller region, but its innermost is "
+		     "uninterruptible \"inner\"",
+		     5000);
+	ASSERT_EQ(raw_ioc(f, REGION_CALLER_END, REGION_UNINTERRUPTIBLE, 0, NULL,
+			  &depth),
+		  0);
+	ASSERT_EQ(depth, 1);
+	ASSERT_EQ(region_caller_end(d, REGION_KILLABLE), 0);
+	ASSERT_EQ(region_caller_end(d, REGION_KILLABLE), -EINVAL);
+	mnt_wait_log(&m, "end of a killable caller region without a begin",
+		     5000);
+
+	/* An unknown kind: the library refuses it, and so does the daemon. */
+	ASSERT_EQ(region_caller_begin(f, (enum region_kind)7, "x"), -EINVAL);
+	ASSERT_EQ(raw_ioc(f, REGION_CALLER_BEGIN, 7, 0, "x", NULL), -EINVAL);
+	mnt_wait_log(&m, "caller region of unknown kind 7", 5000);
+	ASSERT_EQ(raw_ioc(f, 9, REGION_KILLABLE, 0, "x", NULL), -EINVAL);
+	ASSERT_EQ(raw_ioc(f, REGION_CALLER_BEGIN, REGION_KILLABLE, 1, "x",
+			  NULL),
+		  -EINVAL);
+
+	/* Not a door: O_PATH, another filesystem, another ioctl. */
+	ASSERT_EQ(region_caller_begin(p, REGION_KILLABLE, "x"), -EBADF);
+	ASSERT_EQ(region_caller_begin(t, REGION_KILLABLE, "x"), -ENOTTY);
+	ASSERT_EQ(ioctl(f, _IOR('r', 0x4d, int), &depth), -1);
+	ASSERT_EQ(errno, ENOTTY);
+	/* Nothing was left open by the refusals. */
+	ASSERT_EQ(region_caller_end(f, REGION_KILLABLE), -EINVAL);
+
+	close(f);
+	close(d);
+	close(p);
+	close(t);
+	mnt_stop(&m);
+	return 0;
+}
+
+/* Another user's: EACCES without allow_other, served with it. */
+static int user_ioctl(const char *path)
+{
+	pid_t pid;
+	int st;
+
+	fflush(NULL);
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		/* Opened as root, used as the user: the ioctl is asked. */
+		int fd = open(path, O_RDONLY), rc;
+
+		if (fd < 0 || setgid(USER_GID) < 0 || setuid(USER_UID) < 0)
+			_exit(100);
+		rc = region_caller_begin(fd, REGION_KILLABLE, "user");
+		_exit(rc == 0 ? 0 : -rc);
+	}
+	ASSERT_EQ(waitpid(pid, &st, 0), pid);
+	ASSERT(WIFEXITED(st));
+	return WEXITSTATUS(st);
+}
+
+TEST_IMPL(callers_other_user)
+{
+	struct test_server s;
+	struct mnt m;
+
+	srv_get(&s);
+	mnt_start(&m, &s, "");
+	write_file(lpath(&m, "f"), "x", 1);
+	ASSERT_EQ(user_ioctl(mpath(&m, "f")), EACCES);
+	mnt_stop(&m);
+	mnt_start(&m, &s, "allow_other");
+	write_file(lpath(&m, "f"), "x", 1);
+	ASSERT_EQ(user_ioctl(mpath(&m, "f")), 0);
+	mnt_stop(&m);
+	return 0;
+}
+
+static void *begin_and_exit(void *arg)
+{
+	const char *path = arg;
+	int fd = open(path, O_RDONLY);
+
+	if (fd < 0 || region_caller_begin(fd, REGION_KILLABLE, "left open") ||
+	    region_caller_begin(fd, REGION_UNINTERRUPTIBLE, "inner left"))
+		return (void *)1;
+	close(fd);
+	return NULL;
+}
+
+/*
+ * A thread that ends inside its regions: the daemon clears its stack and
+ * says so, by pidfd (PIDFD_THREAD) or, as on kernels without it, by the
+ * sweep of tids and start times.
+ */
+static void thread_exit_cleared(const char *opts, bool sweep)
+{
+	struct test_server s;
+	struct mnt m;
+	char want[160], log[16384];
+	pthread_t th;
+	void *ret;
+
+	srv_get(&s);
+	if (sweep)
+		setenv("INTRFS_CALLERS_SWEEP", "1", 1);
+	mnt_start(&m, &s, opts);
+	unsetenv("INTRFS_CALLERS_SWEEP");
+	write_file(lpath(&m, "f"), "x", 1);
+	ASSERT_EQ(pthread_create(&th, NULL, begin_and_exit,
+				 (void *)mpath(&m, "f")),
+		  0);
+	ASSERT_EQ(pthread_join(th, &ret), 0);
+	ASSERT_NULL(ret);
+	snprintf(want, sizeof(want),
+		 "ended with 2 caller regions open, "
+		 "cleared: killable \"left open\", "
+		 "uninterruptible \"inner left\"");
+	mnt_wait_log(&m, want, 5000);
+	/* Once: the stack is gone, not cleared again. */
+	test_sleep_ms(sweep ? 2200 : 200);
+	mnt_read_log(&m, log, sizeof(log));
+	ASSERT_EQ(strstr(strstr(log, want) + 1, want), NULL);
+	mnt_stop(&m);
+}
+
+TEST_IMPL(callers_thread_exit_cleared)
+{
+	thread_exit_cleared("", false);
+	return 0;
+}
+
+TEST_IMPL(callers_thread_exit_swept)
+{
+	thread_exit_cleared("", true);
+	return 0;
+}
+
+enum outcome {
+	COMPLETES, /* no EINTR: the call completes after the resume */
+	EINTR_NOW, /* EINTR at once */
+	KILLED_NOW, /* gone at once */
+	KILLED_LATE, /* alive until the resume, then gone */
+	EIO_LATE, /* no signal: EIO once the soft timeout runs out */
+};
+
+/*
+ * One O_DIRECT read of a stalled server, inside a caller region of kind
+ * (0: none), signal sig (0: none), on a mount with opts: what comes out.
+ */
+static void caller_row(const char *opts, enum region_kind kind, int sig,
+		       enum outcome want)
+{
+	struct test_server s;
+	struct probe victim;
+	struct probe_result r;
+	struct mnt m;
+	char all[256], log[16384];
+	uint64_t unread;
+	int status;
+
+	srv_get(&s);
+	snprintf(all, sizeof(all), "%s,actimeo=60", opts);
+	mnt_start(&m, &s, all);
+	prepare_file(&m, "victim");
+	probe_start_in(&victim, PROBE_READ, mpath(&m, "victim"), READ_LEN, true,
+		       0, kind, "copy-up");
+	probe_wait_ready(&victim);
+	srv_stall(&s);
+	unread = srv_unread(&s);
+	probe_go(&victim);
+	probe_wait_blocked(&victim);
+	srv_wait_call(&s, unread);
+	if (sig)
+		ASSERT_EQ(kill(victim.pid, sig), 0);
+	switch (want) {
+	case COMPLETES:
+	case KILLED_LATE:
+		if (probe_wait(&victim, STALL_MS, &r, &status)) {
+			srv_resume(&s);
+			mnt_dump_tasks(&m, log, sizeof(log));
+			TEST__FAIL("ended in the stall (ret %zd, errno %d, "
+				   "status 0x%x); the daemon:\n%s",
+				   r.ret, r.err, status, log);
+		}
+		srv_resume(&s);
+		ASSERT(probe_wait(&victim, 20000, &r, &status));
+		if (want == KILLED_LATE) {
+			ASSERT(WIFSIGNALED(status));
+			ASSERT_EQ(WTERMSIG(status), sig);
+			break;
+		}
+		ASSERT(WIFEXITED(status));
+		ASSERT_EQ(r.err, 0);
+		ASSERT_EQ(r.ret, READ_LEN);
+		ASSERT_EQ(r.data[0], 'a');
+		ASSERT_EQ(r.sigs, sig == SIGINT ? 1 : 0);
+		break;
+	case EINTR_NOW:
+		ASSERT(probe_wait(&victim, PROMPT_MS, &r, &status));
+		srv_resume(&s);
+		ASSERT(WIFEXITED(status));
+		ASSERT_EQ(r.ret, -1);
+		ASSERT_EQ(r.err, EINTR);
+		break;
+	case KILLED_NOW:
+		ASSERT(probe_wait(&victim, PROMPT_MS, &r, &status));
+		srv_resume(&s);
+		ASSERT(WIFSIGNALED(status));
+		ASSERT_EQ(WTERMSIG(status), sig);
+		break;
+	case EIO_LATE:
+		ASSERT(probe_wait(&victim, 20000, &r, &status));
+		srv_resume(&s);
+		ASSERT(WIFEXITED(status));
+		ASSERT_EQ(r.ret, -1);
+		ASSERT_EQ(r.err, EIO);
+		break;
+	}
+	mnt_stop(&m);
+}
+
+/*
+ * On an intr mount a handled SIGINT ends a read (intr_hard_intr_sigint);
+ * inside the caller's killable region it does not, under region and
+ * sigmask: the caller's region encloses the mount's waits.  Under percall
+ * it is recorded only, and the read's own wait decides: EINTR.
+ */
+TEST_IMPL(callers_region_killable_sigint)
+{
+	caller_row("hard,intr,policy=region", REGION_KILLABLE, SIGINT,
+		   COMPLETES);
+	return 0;
+}
+
+TEST_IMPL(callers_sigmask_killable_sigint)
+{
+	caller_row("hard,intr,policy=sigmask", REGION_KILLABLE, SIGINT,
+		   COMPLETES);
+	return 0;
+}
+
+TEST_IMPL(callers_percall_killable_sigint)
+{
+	caller_row("hard,intr,policy=percall", REGION_KILLABLE, SIGINT,
+		   EINTR_NOW);
+	return 0;
+}
+
+/* A killable region lets SIGKILL through at once. */
+TEST_IMPL(callers_region_killable_sigkill)
+{
+	caller_row("hard,intr,policy=region", REGION_KILLABLE, SIGKILL,
+		   KILLED_NOW);
+	return 0;
+}
+
+/*
+ * An uninterruptible region holds even SIGKILL until the server answers
+ * (then the process dies); under percall the killable mount's own wait
+ * lets it through.
+ */
+TEST_IMPL(callers_region_uninterruptible_sigkill)
+{
+	caller_row("hard,killable,policy=region", REGION_UNINTERRUPTIBLE,
+		   SIGKILL, KILLED_LATE);
+	return 0;
+}
+
+TEST_IMPL(callers_percall_uninterruptible_sigkill)
+{
+	caller_row("hard,killable,policy=percall", REGION_UNINTERRUPTIBLE,
+		   SIGKILL, KILLED_NOW);
+	return 0;
+}
+
+/* A soft mount still times out inside an uninterruptible region. */
+TEST_IMPL(callers_soft_uninterruptible_timeout)
+{
+	caller_row("soft,timeo=5,retrans=1,policy=region",
+		   REGION_UNINTERRUPTIBLE, 0, EIO_LATE);
+	return 0;
+}
+
+/*
+ * intrfsctl tasks shows the caller's region in the request's stack,
+ * outside the mount's, with the caller's tid and reason; the trace logs
+ * the ioctl's begin and the request's frames.
+ */
+TEST_IMPL(callers_shown)
+{
+	struct test_server s;
+	struct probe victim;
+	struct probe_result r;
+	struct mnt m;
+	char trace[] = "/tmp/intrfs-test-trace.XXXXXX", opts[128], want[160];
+	char out[16384], *buf, *caller, *own;
+	int fd, status;
+	pid_t pid;
+
+	srv_get(&s);
+	fd = mkstemp(trace);
+	ASSERT_GE(fd, 0);
+	close(fd);
+	snprintf(opts, sizeof(opts), "hard,killable,trace=%s", trace);
+	mnt_start(&m, &s, opts);
+	prepare_file(&m, "victim");
+	probe_start_in(&victim, PROBE_READ, mpath(&m, "victim"), READ_LEN, true,
+		       0, REGION_KILLABLE, "copy-up of victim");
+	probe_wait_ready(&victim);
+	pid = victim.pid;
+	srv_stall(&s);
+	probe_go(&victim);
+	probe_wait_blocked(&victim);
+	snprintf(want, sizeof(want),
+		 "killable region \"copy-up of victim\" of the caller, thread "
+		 "%d (region_caller_begin)",
+		 (int)pid);
+	tasks_show(&m, want, out, sizeof(out));
+	/* Listed innermost first: the mount's region above the caller's. */
+	caller = strstr(out, want);
+	own = strstr(out, "region \"fuse request\"");
+	ASSERT_NOT_NULL(own);
+	ASSERT(own < caller);
+	srv_resume(&s);
+	ASSERT(probe_wait(&victim, 20000, &r, &status));
+	ASSERT_EQ(r.ret, READ_LEN);
+	mnt_stop(&m);
+	ASSERT_GE(read_file(trace, &buf), 0);
+	unlink(trace);
+	snprintf(want, sizeof(want),
+		 "\"ev\":\"caller_region_begin\",\"tid\":%d,\"kind\":"
+		 "\"killable\",\"reason\":\"copy-up of victim\",\"depth\":0",
+		 (int)pid);
+	ASSERT_CONTAINS(buf, want);
+	ASSERT_CONTAINS(buf, "\"ev\":\"region_begin\"");
+	ASSERT_CONTAINS(buf, "\"reason\":\"copy-up of victim\",\"site\":"
+			     "\"caller\",\"by\":\"region_caller_begin\"");
+	free(buf);
+	return 0;
+}
+
+/* intrfs-region(1). */
+
+struct cmd {
+	pid_t pid; /* intrfs-region */
+	pid_t probe; /* the region-probe below it */
+	int out; /* its stdout */
+	int ready, go;
+};
+
+/*
+ * intrfs-region ARGS -- sh -c 'region-probe ...; exit $?': the probe is
+ * the shell's child, a descendant of the command.
+ */
+static void cmd_start(struct cmd *c, const char *kind, const char *reason,
+		      const char *path)
+{
+	int out[2], rdy[2], go[2];
+	char line[32];
+	ssize_t n;
+
+	ASSERT_EQ(pipe(out), 0);
+	ASSERT_EQ(pipe(rdy), 0);
+	ASSERT_EQ(pipe(go), 0);
+	fflush(NULL);
+	c->pid = fork();
+	ASSERT_GE(c->pid, 0);
+	if (c->pid == 0) {
+		dup2(out[1], 1);
+		dup2(rdy[1], 3);
+		dup2(go[0], 4);
+		execl(INTRFS_REGION_BIN, "intrfs-region", "-k", kind, "-r",
+		      reason, "--", "/bin/sh", "-c", "\"$0\" \"$@\"; exit $?",
+		      REGION_PROBE_BIN, "read", path, "65536", "direct",
+		      (char *)NULL);
+		_exit(127);
+	}
+	close(out[1]);
+	close(rdy[1]);
+	close(go[0]);
+	c->out = out[0];
+	c->ready = rdy[0];
+	c->go = go[1];
+	n = read(c->ready, line, sizeof(line) - 1);
+	ASSERT_GT(n, 0);
+	line[n] = '\0';
+	c->probe = (pid_t)atoi(line);
+	ASSERT_GT(c->probe, 0);
+	ASSERT_NE(c->probe, c->pid);
+}
+
+/* Its line ("ret=... err=... sigs=..."), and intrfs-region's status. */
+static int cmd_end(struct cmd *c, char *line, size_t len)
+{
+	size_t got = 0;
+	ssize_t n;
+	int st;
+
+	while (got < len - 1 &&
+	       (n = read(c->out, line + got, len - 1 - got)) > 0)
+		got += (size_t)n;
+	line[got] = '\0';
+	ASSERT_EQ(waitpid(c->pid, &st, 0), c->pid);
+	close(c->out);
+	close(c->ready);
+	close(c->go);
+	return st;
+}
+
+/*
+ * The region follows fork and exec: a descendant's read, inside a killable
+ * region on an intr mount, survives a handled SIGINT under region (and
+ * leaks EINTR under percall).  The region goes with the command.
+ */
+static void cmd_row(const char *policy, const char *want_line)
+{
+	struct test_server s;
+	struct mnt m;
+	struct cmd c;
+	char opts[128], line[256], want[200], out[16384], reg[64];
+	uint64_t unread;
+	int st;
+
+	srv_get(&s);
+	snprintf(opts, sizeof(opts), "hard,intr,actimeo=60,policy=%s", policy);
+	mnt_start(&m, &s, opts);
+	prepare_file(&m, "victim");
+	cmd_start(&c, "killable", "cmd copy", mpath(&m, "victim"));
+	snprintf(reg, sizeof(reg), "/run/intrfs/regions/%d", (int)c.pid);
+	ASSERT_EQ(access(reg, F_OK), 0);
+	srv_stall(&s);
+	unread = srv_unread(&s);
+	ASSERT_EQ(write(c.go, "g", 1), 1);
+	ASSERT_WITHIN(proc_in_fuse(c.probe), 10000);
+	srv_wait_call(&s, unread);
+	snprintf(want, sizeof(want),
+		 "killable region \"cmd copy\" of the caller, thread %d "
+		 "(intrfs-region)",
+		 (int)c.probe);
+	tasks_show(&m, want, out, sizeof(out));
+	ASSERT_EQ(kill(c.probe, SIGINT), 0);
+	test_sleep_ms(STALL_MS);
+	srv_resume(&s);
+	st = cmd_end(&c, line, sizeof(line));
+	ASSERT(WIFEXITED(st));
+	ASSERT_EQ(WEXITSTATUS(st), 0);
+	if (strncmp(line, want_line, strlen(want_line)) != 0)
+		TEST__FAIL("the probe said '%s', not '%s...'", line, want_line);
+	/* The region is gone with the command. */
+	ASSERT_EQ(access(reg, F_OK), -1);
+	mnt_stop(&m);
+}
+
+TEST_IMPL(callers_cmd_region)
+{
+	cmd_row("region", "ret=65536 err=0 sigs=1 ");
+	return 0;
+}
+
+TEST_IMPL(callers_cmd_percall)
+{
+	cmd_row("percall", "ret=-1 err=4 sigs=1 ");
+	return 0;
+}
+
+/*
+ * Usage, exit statuses, nesting, and a mount made after the command began:
+ * its requests are in the region too (the trace shows the frames).
+ */
+TEST_IMPL(callers_cmd_usage)
+{
+	struct test_server s;
+	struct mnt m;
+	char out[8192], trace[] = "/tmp/intrfs-test-trace.XXXXXX", opts[128];
+	char *buf;
+	int st, fd, go[2];
+	pid_t pid;
+
+	st = run_out((const char *const[]){ INTRFS_REGION_BIN, NULL }, out,
+		     sizeof(out), 10000);
+	ASSERT(WIFEXITED(st));
+	ASSERT_EQ(WEXITSTATUS(st), 2);
+	ASSERT_CONTAINS(out, "no command to run");
+	ASSERT_CONTAINS(out, "Usage: intrfs-region");
+	st = run_out((const char *const[]){ INTRFS_REGION_BIN, "-k", "soft",
+					    "--", "true", NULL },
+		     out, sizeof(out), 10000);
+	ASSERT_EQ(WEXITSTATUS(st), 2);
+	ASSERT_CONTAINS(out, "unknown kind 'soft'");
+	st = run_out((const char *const[]){ INTRFS_REGION_BIN, "--help", NULL },
+		     out, sizeof(out), 10000);
+	ASSERT_EQ(WEXITSTATUS(st), 0);
+	ASSERT_CONTAINS(out, "-k, --kind");
+	st = run_out((const char *const[]){ INTRFS_REGION_BIN, "--",
+					    "/nonexistent/cmd", NULL },
+		     out, sizeof(out), 10000);
+	ASSERT_EQ(WEXITSTATUS(st), 127);
+	ASSERT_CONTAINS(out, "cannot run /nonexistent/cmd");
+	st = run_out((const char *const[]){ INTRFS_REGION_BIN, "/bin/sh", "-c",
+					    "exit 7", NULL },
+		     out, sizeof(out), 10000);
+	ASSERT(WIFEXITED(st));
+	ASSERT_EQ(WEXITSTATUS(st), 7);
+	st = run_out((const char *const[]){ INTRFS_REGION_BIN, "/bin/sh", "-c",
+					    "kill -TERM $$", NULL },
+		     out, sizeof(out), 10000);
+	ASSERT(WIFSIGNALED(st));
+	ASSERT_EQ(WTERMSIG(st), SIGTERM);
+	/* Nested: the inner cgroup inside the outer. */
+	st = run_out((const char *const[]){ INTRFS_REGION_BIN, "-r", "outer",
+					    "--", INTRFS_REGION_BIN, "-k",
+					    "uninterruptible", "-r", "inner",
+					    "--", "/bin/cat",
+					    "/proc/self/cgroup", NULL },
+		     out, sizeof(out), 10000);
+	ASSERT_EQ(WEXITSTATUS(st), 0);
+	ASSERT(strstr(out, "/intrfs-region.") &&
+	       strstr(strstr(out, "/intrfs-region.") + 1, "/intrfs-region."));
+
+	/* A mount made after the command started. */
+	fd = mkstemp(trace);
+	ASSERT_GE(fd, 0);
+	close(fd);
+	ASSERT_EQ(pipe(go), 0);
+	fflush(NULL);
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+
+		dup2(go[0], 4);
+		dup2(null, 1);
+		execl(INTRFS_REGION_BIN, "intrfs-region", "-r", "late mount",
+		      "--", "/bin/sh", "-c", "read p <&4 && cat \"$p\"",
+		      (char *)NULL);
+		_exit(127);
+	}
+	close(go[0]);
+	srv_get(&s);
+	snprintf(opts, sizeof(opts), "trace=%s", trace);
+	mnt_start(&m, &s, opts);
+	write_file(lpath(&m, "f"), "late\n", 5);
+	dprintf(go[1], "%s\n", mpath(&m, "f"));
+	close(go[1]);
+	ASSERT_EQ(waitpid(pid, &st, 0), pid);
+	ASSERT(WIFEXITED(st));
+	ASSERT_EQ(WEXITSTATUS(st), 0);
+	mnt_stop(&m);
+	ASSERT_GE(read_file(trace, &buf), 0);
+	unlink(trace);
+	ASSERT_CONTAINS(buf, "\"reason\":\"late mount\",\"site\":\"caller\","
+			     "\"by\":\"intrfs-region\"");
+	free(buf);
+	return 0;
+}
