@@ -116,6 +116,62 @@ TEST_IMPL(scenario_defaults)
 	return 0;
 }
 
+/* text printed in canonical form, whole. */
+static char *canonical(const char *text)
+{
+	static struct scenario s;
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	if (scn_parse_text("t.scn", text, &s, stderr) < 0)
+		TEST__FAIL("did not parse:\n%s", text);
+	f = open_memstream(&out, &len);
+	scn_print(&s, f);
+	fclose(f);
+	return out;
+}
+
+/*
+ * expect call=: the alternatives in their order, none and the signal
+ * that killed the process among them; the last expect line's call= is
+ * the one; printed after result=, only when asked for.
+ */
+TEST_IMPL(scenario_expect_call)
+{
+	static struct scenario s;
+	const char *text =
+		"workload read\n"
+		"expect result=killed|EINTR call=SIGKILL|read|none\n";
+	char *out;
+
+	ASSERT_EQ(scn_parse_text("t.scn", text, &s, stderr), 0);
+	ASSERT_EQ(s.ncalls, 3);
+	ASSERT_STR_EQ(s.calls[0], "SIGKILL");
+	ASSERT_STR_EQ(s.calls[1], "read");
+	ASSERT_STR_EQ(s.calls[2], "none");
+	out = canonical(text);
+	ASSERT_CONTAINS(out, "expect result=killed|EINTR "
+			     "call=SIGKILL|read|none export=auto "
+			     "data=intact\n");
+	free(out);
+	round_trip("t.scn", text);
+	out = canonical("workload write\nexpect result=EINTR\n");
+	if (strstr(out, "call="))
+		TEST__FAIL("call= printed though not asked for:\n%s", out);
+	free(out);
+	ASSERT_EQ(scn_parse_text("t.scn", "workload read\n", &s, stderr), 0);
+	ASSERT_EQ(s.ncalls, 0);
+	ASSERT_EQ(scn_parse_text("t.scn",
+				 "workload read\nexpect call=read\n"
+				 "expect call=open|none\n",
+				 &s, stderr),
+		  0);
+	ASSERT_EQ(s.ncalls, 2);
+	ASSERT_STR_EQ(s.calls[0], "open");
+	return 0;
+}
+
 /*
  * A lock workload: its holder's time and the flock() flag, printed back as
  * they were read; a lock waiter that failed must not hold the lock.
@@ -275,6 +331,17 @@ static const struct {
 	{ "workload read\nfault at=0 netfault reorder 100000000\n",
 	  "f.scn:2:29: netfault refuses the rule: N must be at most 1024",
 	  NULL },
+	/* call= */
+	{ "workload read\nexpect result=EINTR call=raed\n",
+	  "f.scn:2:26: unknown call 'raed' (none, open, read, write,",
+	  "                           ^" },
+	{ "workload read\nexpect call=read|\n", "f.scn:2:18: unknown call ''",
+	  NULL },
+	{ "workload read\nexpect "
+	  "call=read|read|read|read|read|read|read\n",
+	  "f.scn:2:43: more than 6 calls", NULL },
+	{ "workload read\nexpect call<=read\n",
+	  "f.scn:2:8: unknown check 'call<=read'", NULL },
 };
 
 /* A NUL byte is a mistake where it is, not the end of its line. */

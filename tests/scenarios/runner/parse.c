@@ -22,6 +22,7 @@
 #define DEFAULT_SIG_AT_NS 300000000ull
 #define DEFAULT_TIMEOUT_NS 60000000000ull
 #define TOKENS_MAX 32
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 static const char *const op_names[] = {
 	[OP_READ] = "read",	  [OP_WRITE] = "write",
@@ -29,6 +30,17 @@ static const char *const op_names[] = {
 	[OP_REMOVE] = "remove",	  [OP_RENAME] = "rename",
 	[OP_READDIR] = "readdir", [OP_MKDIR] = "mkdir",
 	[OP_STAT] = "stat",	  [OP_LOCK] = "lock",
+};
+
+static const char *const call_names[] = {
+	[CALL_OPEN] = "open",	    [CALL_READ] = "read",
+	[CALL_WRITE] = "write",	    [CALL_FSYNC] = "fsync",
+	[CALL_CLOSE] = "close",	    [CALL_UNLINK] = "unlink",
+	[CALL_RENAME] = "rename",   [CALL_OPENDIR] = "opendir",
+	[CALL_READDIR] = "readdir", [CALL_CLOSEDIR] = "closedir",
+	[CALL_MKDIR] = "mkdir",	    [CALL_STAT] = "stat",
+	[CALL_FLOCK] = "flock",	    [CALL_FCNTL] = "fcntl",
+	[CALL_HOLDER] = "holder",   [CALL_CHECK] = "check",
 };
 
 static const char *const state_names[] = {
@@ -105,6 +117,11 @@ void scn_copy(char *dst, size_t len, const char *src)
 const char *scn_op_name(enum scn_op op)
 {
 	return op_names[op];
+}
+
+const char *scn_call_name(enum scn_call call)
+{
+	return call_names[call];
 }
 
 const char *scn_state_name(enum scn_state st)
@@ -597,6 +614,45 @@ static int d_signal(const struct cursor *c, struct scenario *s,
 	return 0;
 }
 
+/* call=: a call a workload makes, none, or the signal that killed it. */
+static int parse_calls(const struct cursor *c, const struct token *val,
+		       struct scenario *s)
+{
+	const char *p = val->p, *end = val->p + val->len;
+
+	s->ncalls = 0;
+	for (;;) {
+		const char *bar = memchr(p, '|', (size_t)(end - p));
+		struct token one = { p, (size_t)((bar ? bar : end) - p) };
+		bool known = tok_is(&one, "none");
+		char name[16], list[256] = "";
+
+		for (size_t i = 0; i < ARRAY_SIZE(call_names) && !known; i++)
+			known = tok_is(&one, call_names[i]);
+		for (size_t i = 0; i < ARRAY_SIZE(signals) && !known; i++)
+			known = tok_is(&one, signals[i].name);
+		if (!known) {
+			for (size_t i = 0; i < ARRAY_SIZE(call_names); i++)
+				snprintf(list + strlen(list),
+					 sizeof(list) - strlen(list), ", %s",
+					 call_names[i]);
+			return fail_at(c, one.p,
+				       "unknown call '%.*s' (none%s, or the "
+				       "signal that killed it: SIGKILL...)",
+				       (int)one.len, one.p, list);
+		}
+		if (s->ncalls == SCN_ALTS_MAX)
+			return fail_at(c, one.p, "more than %d calls",
+				       SCN_ALTS_MAX);
+		scn_copy(s->calls[s->ncalls++], sizeof(s->calls[0]),
+			 tok_str(&one, name, sizeof(name)));
+		if (!bar)
+			break;
+		p = bar + 1;
+	}
+	return 0;
+}
+
 static int parse_results(const struct cursor *c, const struct token *val,
 			 struct scenario *s)
 {
@@ -673,6 +729,9 @@ static int d_expect(const struct cursor *c, struct scenario *s,
 		if (tok_is(&key, "result") && op[0] == '=') {
 			if (parse_results(c, &val, s) < 0)
 				return -1;
+		} else if (tok_is(&key, "call") && op[0] == '=') {
+			if (parse_calls(c, &val, s) < 0)
+				return -1;
 		} else if ((tok_is(&key, "latency") ||
 			    tok_is(&key, "elapsed")) &&
 			   op[0] != '=') {
@@ -721,7 +780,7 @@ static int d_expect(const struct cursor *c, struct scenario *s,
 					       "data= is intact or any");
 		} else {
 			return fail_at(c, t->p,
-				       "unknown check '%.*s' (result=, "
+				       "unknown check '%.*s' (result=, call=, "
 				       "latency<= >=, elapsed<= >=, resets= "
 				       "<= >=, export=, data=)",
 				       (int)t->len, t->p);
@@ -1007,6 +1066,8 @@ void scn_print(const struct scenario *s, FILE *out)
 	for (unsigned i = 0; i < s->nresults; i++)
 		fprintf(out, "%s%s", i ? "|" : "",
 			scn_result_name(s->results[i]));
+	for (unsigned i = 0; i < s->ncalls; i++)
+		fprintf(out, "%s%s", i ? "|" : " call=", s->calls[i]);
 	if (s->latency_min.set)
 		fprintf(out, " latency>=%s",
 			dur(s->latency_min.ns, a, sizeof(a)));

@@ -479,6 +479,14 @@ static bool result_wanted(const struct scenario *s, int res)
 	return false;
 }
 
+static bool call_wanted(const struct scenario *s, const char *call)
+{
+	for (unsigned i = 0; i < s->ncalls; i++)
+		if (!strcmp(s->calls[i], call))
+			return true;
+	return false;
+}
+
 static void bound_check(struct outcome *o, unsigned k, const char *what,
 			const struct scn_bound *b, bool max, uint64_t got)
 {
@@ -494,11 +502,14 @@ static void bound_check(struct outcome *o, unsigned k, const char *what,
 
 static void evaluate(const struct scenario *s, struct outcome *o)
 {
-	char want[128] = "", got[WHY_MAX];
+	char want[128] = "", calls[128] = "", got[WHY_MAX];
 
 	for (unsigned i = 0; i < s->nresults; i++)
 		snprintf(want + strlen(want), sizeof(want) - strlen(want),
 			 "%s%s", i ? "|" : "", scn_result_name(s->results[i]));
+	for (unsigned i = 0; i < s->ncalls; i++)
+		snprintf(calls + strlen(calls), sizeof(calls) - strlen(calls),
+			 "%s%s", i ? "|" : "", s->calls[i]);
 	for (unsigned k = 0; k < s->procs; k++) {
 		const struct proc *p = &o->procs[k];
 		uint64_t elapsed = p->end_ns - o->t0;
@@ -516,6 +527,13 @@ static void evaluate(const struct scenario *s, struct outcome *o)
 				 " (%s)", p->rep.call);
 		check(o, k, "result", want, got,
 		      result_wanted(s, p->rep.result));
+		if (s->ncalls) {
+			/* A killed process's call is the signal (reap()). */
+			const char *call =
+				p->rep.result == RES_OK ? "none" : p->rep.call;
+
+			check(o, k, "call", calls, call, call_wanted(s, call));
+		}
 		if (!o->sig_ns && s->sig && p->ended && s->latency_max.set) {
 			/* The process ended before the signal was due. */
 			latency = 0;
@@ -788,16 +806,17 @@ out:
 				want = p->rep.result == RES_OK ? ST_NEW :
 				       s->op == OP_LOCK	       ? ST_OLD :
 								 ST_ANY;
-			if (s->op == OP_LOCK)
+			if (s->op == OP_LOCK) {
 				p->state = work_lock_state(&p->rep, want,
 							   p->state_why,
 							   sizeof(p->state_why),
 							   &p->seen);
-			else
+			} else {
 				p->state = work_check(s, r->local, k, want,
 						      p->state_why,
 						      sizeof(p->state_why),
 						      &p->seen);
+			}
 		}
 		evaluate(s, o);
 	}

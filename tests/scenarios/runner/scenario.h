@@ -33,6 +33,30 @@ enum scn_op {
 	OP_LOCK,
 };
 
+/*
+ * The calls a workload process makes, by which it reports the one that
+ * failed (struct work_report's call, expect call=); scn_call_name() names
+ * them.
+ */
+enum scn_call {
+	CALL_OPEN,
+	CALL_READ,
+	CALL_WRITE,
+	CALL_FSYNC,
+	CALL_CLOSE,
+	CALL_UNLINK,
+	CALL_RENAME,
+	CALL_OPENDIR,
+	CALL_READDIR,
+	CALL_CLOSEDIR,
+	CALL_MKDIR,
+	CALL_STAT,
+	CALL_FLOCK,
+	CALL_FCNTL,
+	CALL_HOLDER, /* lock: the holder process could not take the lock */
+	CALL_CHECK, /* lock: whether the lock is held could not be told */
+};
+
 enum scn_fault_kind {
 	FK_NETFAULT,
 	FK_PAUSE,
@@ -102,6 +126,9 @@ struct scenario {
 	/* expectations */
 	int results[SCN_ALTS_MAX]; /* RES_OK, RES_KILLED or an errno */
 	unsigned nresults;
+	/* The call that failed ("none": none did; a signal's name: killed). */
+	char calls[SCN_ALTS_MAX][16];
+	unsigned ncalls;
 	struct scn_bound latency_max, latency_min, elapsed_max, elapsed_min;
 	bool resets_eq_set, resets_min_set, resets_max_set;
 	unsigned resets_eq, resets_min, resets_max;
@@ -124,6 +151,7 @@ void scn_copy(char *dst, size_t len, const char *src);
 void scn_print(const struct scenario *s, FILE *out);
 
 const char *scn_op_name(enum scn_op op);
+const char *scn_call_name(enum scn_call call);
 const char *scn_state_name(enum scn_state st);
 /* "ok", "killed", "hung" or the errno's name ("EINTR"). */
 const char *scn_result_name(int res);

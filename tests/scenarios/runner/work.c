@@ -150,12 +150,12 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static void fail(struct work_report *r, const char *call, int err)
+static void fail(struct work_report *r, enum scn_call call, int err)
 {
 	if (r->result != RES_OK)
 		return;
 	r->result = err ? err : EIO;
-	snprintf(r->call, sizeof(r->call), "%s", call);
+	snprintf(r->call, sizeof(r->call), "%s", scn_call_name(call));
 }
 
 static void do_read(const struct scenario *s, unsigned k, int fd,
@@ -169,7 +169,7 @@ static void do_read(const struct scenario *s, unsigned k, int fd,
 		ssize_t n = read(fd, buf, want);
 
 		if (n < 0) {
-			fail(r, "read", errno);
+			fail(r, CALL_READ, errno);
 			return;
 		}
 		if (n == 0)
@@ -195,13 +195,13 @@ static void do_write(const struct scenario *s, unsigned k, int fd,
 		fill(buf, want, k, r->done, true);
 		n = write(fd, buf, want);
 		if (n < 0) {
-			fail(r, "write", errno);
+			fail(r, CALL_WRITE, errno);
 			return;
 		}
 		r->done += (uint64_t)n;
 	}
 	if (s->op == OP_FSYNC && fsync(fd) < 0)
-		fail(r, "fsync", errno);
+		fail(r, CALL_FSYNC, errno);
 }
 
 static void do_readdir(const struct scenario *s, const char *path,
@@ -211,7 +211,7 @@ static void do_readdir(const struct scenario *s, const char *path,
 	struct dirent *e;
 
 	if (!d) {
-		fail(r, "opendir", errno);
+		fail(r, CALL_OPENDIR, errno);
 		return;
 	}
 	for (;;) {
@@ -223,9 +223,9 @@ static void do_readdir(const struct scenario *s, const char *path,
 			r->done++;
 	}
 	if (errno)
-		fail(r, "readdir", errno);
+		fail(r, CALL_READDIR, errno);
 	if (closedir(d) < 0)
-		fail(r, "closedir", errno);
+		fail(r, CALL_CLOSEDIR, errno);
 	r->data_ok = r->done == s->entries;
 }
 
@@ -315,13 +315,13 @@ static void do_lock(const struct scenario *s, const char *path, int fd,
 	err = s->flock ? (flock(fd, LOCK_EX) == 0 ? 0 : errno) :
 			 whole_lock(fd, F_SETLKW);
 	if (err)
-		fail(r, s->flock ? "flock" : "fcntl", err);
+		fail(r, s->flock ? CALL_FLOCK : CALL_FCNTL, err);
 	/* The end of the call: what follows is the check. */
 	r->end_ns = now_ns();
 	waitpid(holder, NULL, 0);
 	taken = lock_taken(path);
 	if (taken < 0)
-		fail(r, "check", EIO);
+		fail(r, CALL_CHECK, EIO);
 	r->lock_held = taken == 1;
 }
 
@@ -365,19 +365,19 @@ void work_child(const struct scenario *s, const char *dir, unsigned k,
 			_exit(120);
 		fd = open(pa, flags);
 		if (fd < 0)
-			fail(&r, "open", errno);
+			fail(&r, CALL_OPEN, errno);
 	}
 	if (s->op == OP_LOCK) {
 		fd = open(pa, O_RDWR);
 		if (fd < 0)
-			fail(&r, "open", errno);
+			fail(&r, CALL_OPEN, errno);
 		else if ((holder = start_holder(pa, s->hold_ns, &hgo)) < 0)
-			fail(&r, "holder", EAGAIN);
+			fail(&r, CALL_HOLDER, EAGAIN);
 	}
 	if (write(ready_fd, &c, 1) != 1 || read(go_fd, &c, 1) != 1)
 		_exit(121);
 	if (hgo >= 0 && write(hgo, &c, 1) != 1)
-		fail(&r, "holder", EPIPE);
+		fail(&r, CALL_HOLDER, EPIPE);
 	if (r.result == RES_OK) {
 		switch (s->op) {
 		case OP_READ:
@@ -390,26 +390,26 @@ void work_child(const struct scenario *s, const char *dir, unsigned k,
 		case OP_CREATE:
 			fd = open(pa, O_CREAT | O_EXCL | O_WRONLY, 0644);
 			if (fd < 0)
-				fail(&r, "open", errno);
+				fail(&r, CALL_OPEN, errno);
 			break;
 		case OP_REMOVE:
 			if (unlink(pa) < 0)
-				fail(&r, "unlink", errno);
+				fail(&r, CALL_UNLINK, errno);
 			break;
 		case OP_RENAME:
 			if (rename(pa, pb) < 0)
-				fail(&r, "rename", errno);
+				fail(&r, CALL_RENAME, errno);
 			break;
 		case OP_READDIR:
 			do_readdir(s, pa, &r);
 			break;
 		case OP_MKDIR:
 			if (mkdir(pa, 0755) < 0)
-				fail(&r, "mkdir", errno);
+				fail(&r, CALL_MKDIR, errno);
 			break;
 		case OP_STAT:
 			if (stat(pa, &st) < 0)
-				fail(&r, "stat", errno);
+				fail(&r, CALL_STAT, errno);
 			else
 				r.data_ok = (uint64_t)st.st_size == s->size;
 			break;
@@ -418,7 +418,7 @@ void work_child(const struct scenario *s, const char *dir, unsigned k,
 			break;
 		}
 		if (s->op != OP_LOCK && fd >= 0 && close(fd) < 0)
-			fail(&r, "close", errno);
+			fail(&r, CALL_CLOSE, errno);
 	}
 	if (s->op != OP_LOCK)
 		r.end_ns = now_ns();
