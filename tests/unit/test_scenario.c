@@ -173,6 +173,43 @@ TEST_IMPL(scenario_expect_call)
 }
 
 /*
+ * region KIND [REASON]: the reason is its words as written (a trailing
+ * comment is not part of it), "scenario" when there is none; printed
+ * back after the mount line.
+ */
+TEST_IMPL(scenario_region)
+{
+	static struct scenario s;
+	const char *text = "mount hard\n"
+			   "region   uninterruptible  waiting  for p0   # why\n"
+			   "workload read\n";
+	char *out;
+
+	ASSERT_EQ(scn_parse_text("t.scn", text, &s, stderr), 0);
+	ASSERT(s.has_region);
+	ASSERT_EQ(s.region_kind, REGION_UNINTERRUPTIBLE);
+	ASSERT_STR_EQ(s.region_reason, "waiting  for p0");
+	out = canonical(text);
+	ASSERT_CONTAINS(out, "mount hard\n"
+			     "region uninterruptible waiting  for p0\n"
+			     "workload read ");
+	free(out);
+	round_trip("t.scn", text);
+	ASSERT_EQ(scn_parse_text("r.scn", "region killable\nworkload read\n",
+				 &s, stderr),
+		  0);
+	ASSERT(s.has_region);
+	ASSERT_EQ(s.region_kind, REGION_KILLABLE);
+	ASSERT_STR_EQ(s.region_reason, "scenario");
+	out = canonical("region killable\nworkload read\n");
+	ASSERT_CONTAINS(out, "region killable scenario\n");
+	free(out);
+	ASSERT_EQ(scn_parse_text("n.scn", "workload read\n", &s, stderr), 0);
+	ASSERT(!s.has_region);
+	return 0;
+}
+
+/*
  * A lock workload: its holder's time and the flock() flag, printed back as
  * they were read; a lock waiter that failed must not hold the lock.
  */
@@ -331,6 +368,20 @@ static const struct {
 	{ "workload read\nfault at=0 netfault reorder 100000000\n",
 	  "f.scn:2:29: netfault refuses the rule: N must be at most 1024",
 	  NULL },
+	/* region KIND [REASON] */
+	{ "workload read\nregion\n",
+	  "f.scn:2:7: region needs a kind: killable or uninterruptible",
+	  "        ^" },
+	{ "workload read\nregion sometimes\n",
+	  "f.scn:2:8: unknown region kind 'sometimes' (killable, "
+	  "uninterruptible)",
+	  "         ^" },
+	{ "workload read\nregion killable\nregion uninterruptible\n",
+	  "f.scn:3:1: a second region line", "  ^" },
+	{ "workload read\nregion killable "
+	  "0123456789012345678901234567890123456789012345678901234567890123\n",
+	  "f.scn:2:17: the reason is 64 bytes; a region's is at most 63",
+	  "                  ^" },
 	/* call= */
 	{ "workload read\nexpect result=EINTR call=raed\n",
 	  "f.scn:2:26: unknown call 'raed' (none, open, read, write,",

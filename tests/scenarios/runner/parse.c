@@ -22,6 +22,7 @@
 #define DEFAULT_SIG_AT_NS 300000000ull
 #define DEFAULT_TIMEOUT_NS 60000000000ull
 #define TOKENS_MAX 32
+#define DEFAULT_REGION_REASON "scenario"
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 static const char *const op_names[] = {
@@ -40,7 +41,8 @@ static const char *const call_names[] = {
 	[CALL_READDIR] = "readdir", [CALL_CLOSEDIR] = "closedir",
 	[CALL_MKDIR] = "mkdir",	    [CALL_STAT] = "stat",
 	[CALL_FLOCK] = "flock",	    [CALL_FCNTL] = "fcntl",
-	[CALL_HOLDER] = "holder",   [CALL_CHECK] = "check",
+	[CALL_REGION] = "region",   [CALL_HOLDER] = "holder",
+	[CALL_CHECK] = "check",
 };
 
 static const char *const state_names[] = {
@@ -88,6 +90,9 @@ static const struct {
 	{ "EDQUOT", EDQUOT },
 	{ "EFBIG", EFBIG },
 	{ "ENXIO", ENXIO },
+	{ "ENOTTY", ENOTTY },
+	{ "ENOSYS", ENOSYS },
+	{ "EOPNOTSUPP", EOPNOTSUPP },
 };
 
 static const struct {
@@ -122,6 +127,11 @@ const char *scn_op_name(enum scn_op op)
 const char *scn_call_name(enum scn_call call)
 {
 	return call_names[call];
+}
+
+const char *scn_region_kind_name(enum region_kind kind)
+{
+	return kind == REGION_KILLABLE ? "killable" : "uninterruptible";
 }
 
 const char *scn_state_name(enum scn_state st)
@@ -614,6 +624,50 @@ static int d_signal(const struct cursor *c, struct scenario *s,
 	return 0;
 }
 
+/*
+ * region KIND [REASON]: the reason is the rest of the line's words, as
+ * written between them, so that it prints back the same.
+ */
+static int d_region(const struct cursor *c, struct scenario *s,
+		    const struct token *tk, unsigned n)
+{
+	size_t len;
+
+	if (s->has_region)
+		return fail_at(c, tk[0].p,
+			       "a second region line (a process declares "
+			       "one)");
+	if (n < 2)
+		return fail_at(c, tk[0].p + tk[0].len,
+			       "region needs a kind: killable or "
+			       "uninterruptible");
+	if (tok_is(&tk[1], "killable"))
+		s->region_kind = REGION_KILLABLE;
+	else if (tok_is(&tk[1], "uninterruptible"))
+		s->region_kind = REGION_UNINTERRUPTIBLE;
+	else
+		return fail_at(c, tk[1].p,
+			       "unknown region kind '%.*s' (killable, "
+			       "uninterruptible)",
+			       (int)tk[1].len, tk[1].p);
+	if (n == 2) {
+		scn_copy(s->region_reason, sizeof(s->region_reason),
+			 DEFAULT_REGION_REASON);
+	} else {
+		len = (size_t)(tk[n - 1].p + tk[n - 1].len - tk[2].p);
+		/* The mount would cut it: a reason it shows must be whole. */
+		if (len >= sizeof(s->region_reason))
+			return fail_at(c, tk[2].p,
+				       "the reason is %zu bytes; a region's "
+				       "is at most %zu",
+				       len, sizeof(s->region_reason) - 1);
+		memcpy(s->region_reason, tk[2].p, len);
+		s->region_reason[len] = '\0';
+	}
+	s->has_region = true;
+	return 0;
+}
+
 /* call=: a call a workload makes, none, or the signal that killed it. */
 static int parse_calls(const struct cursor *c, const struct token *val,
 		       struct scenario *s)
@@ -858,6 +912,8 @@ static int parse_line(const struct cursor *c, struct scenario *s,
 		if (n != 1)
 			return fail_at(c, tk[1].p, "overlay takes nothing");
 		s->overlay = true;
+	} else if (tok_is(&tk[0], "region")) {
+		return d_region(c, s, tk, n);
 	} else if (tok_is(&tk[0], "timeout")) {
 		if (n != 2)
 			return fail_at(c, tk[0].p, "timeout takes a duration");
@@ -868,8 +924,8 @@ static int parse_line(const struct cursor *c, struct scenario *s,
 	} else {
 		return fail_at(c, tk[0].p,
 			       "unknown directive '%.*s' (name, about, mount, "
-			       "overlay, workload, fault, signal, expect, "
-			       "timeout)",
+			       "overlay, region, workload, fault, signal, "
+			       "expect, timeout)",
 			       (int)tk[0].len, tk[0].p);
 	}
 	return 0;
@@ -1030,6 +1086,9 @@ void scn_print(const struct scenario *s, FILE *out)
 		fprintf(out, "mount %s\n", s->mount);
 	if (s->overlay)
 		fprintf(out, "overlay\n");
+	if (s->has_region)
+		fprintf(out, "region %s %s\n",
+			scn_region_kind_name(s->region_kind), s->region_reason);
 	fprintf(out, "workload %s size=%s chunk=%s entries=%u procs=%u %s",
 		scn_op_name(s->op), size_str(s->size, a, sizeof(a)),
 		size_str(s->chunk, b, sizeof(b)), s->entries, s->procs,

@@ -115,6 +115,11 @@ static int start_procs(const struct scenario *s, struct rig *r,
 		       struct outcome *o)
 {
 	char dir[200];
+	struct work_dirs d;
+
+	d.dir = rig_work_dir(r, dir, sizeof(dir));
+	/* The kernel's client has no caller regions: none is declared. */
+	d.mnt = r->kernel ? NULL : r->mnt;
 
 	for (unsigned k = 0; k < s->procs; k++) {
 		struct proc *p = &o->procs[k];
@@ -136,8 +141,7 @@ static int start_procs(const struct scenario *s, struct rig *r,
 		if (p->pid == 0) {
 			signal(SIGINT, SIG_DFL);
 			signal(SIGTERM, SIG_DFL);
-			work_child(s, rig_work_dir(r, dir, sizeof(dir)), k,
-				   ready[1], go[0], rep[1]);
+			work_child(s, &d, k, ready[1], go[0], rep[1]);
 		}
 		close(ready[1]);
 		close(go[0]);
@@ -614,6 +618,12 @@ static void json_out(const struct scenario *s, const struct outcome *o,
 	fprintf(f, ",\"op\":\"%s\",\"mount\":", scn_op_name(s->op));
 	json_str(f, opts);
 	fprintf(f, ",\"client\":\"%s\"", r->kernel ? "kernel" : "intrfs");
+	if (s->has_region) {
+		fprintf(f, ",\"region\":{\"kind\":\"%s\",\"reason\":",
+			scn_region_kind_name(s->region_kind));
+		json_str(f, s->region_reason);
+		fprintf(f, "}");
+	}
 	if (r->kernel) {
 		struct utsname u;
 
@@ -721,6 +731,33 @@ static void print_line(const struct scenario *s, const struct outcome *o)
 	fflush(stdout);
 }
 
+/*
+ * The scenario's region: under the kernel's client, which has no caller
+ * regions, it is not declared (the same file runs there) and is named
+ * among what the kernel did not get.
+ */
+static void note_region(const struct scenario *s, struct rig *r)
+{
+	const char *kind = scn_region_kind_name(s->region_kind);
+
+	if (!s->has_region)
+		return;
+	if (r->kernel) {
+		snprintf(r->dropped + strlen(r->dropped),
+			 sizeof(r->dropped) - strlen(r->dropped), "%sregion %s",
+			 r->dropped[0] ? "," : "", kind);
+		if (r->verbose)
+			fprintf(stderr,
+				"  . region %s (%s) not declared: the "
+				"kernel's client has no caller regions\n",
+				kind, s->region_reason);
+	} else if (r->verbose) {
+		fprintf(stderr,
+			"  . each process declares a %s region (%s) on %s\n",
+			kind, s->region_reason, r->mnt);
+	}
+}
+
 static void join_opts(const char *a, const char *b, char *buf, size_t len)
 {
 	snprintf(buf, len, "%s%s%s", a, a[0] && b[0] ? "," : "", b);
@@ -761,6 +798,7 @@ bool run_scenario(const struct scenario *s, struct rig *r,
 		}
 	if (rig_mount(r, opts, o->error, sizeof(o->error)) < 0)
 		goto out;
+	note_region(s, r);
 	if (s->overlay && rig_overlay_mount(r, o->error, sizeof(o->error)) < 0)
 		goto out;
 	if (start_procs(s, r, o) < 0)

@@ -9,6 +9,7 @@
 #ifndef INTRFS_SCENARIO_H
 #define INTRFS_SCENARIO_H
 
+#include <intrfs/region.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -53,6 +54,7 @@ enum scn_call {
 	CALL_STAT,
 	CALL_FLOCK,
 	CALL_FCNTL,
+	CALL_REGION, /* region_caller_begin(), before time 0 */
 	CALL_HOLDER, /* lock: the holder process could not take the lock */
 	CALL_CHECK, /* lock: whether the lock is held could not be told */
 };
@@ -115,6 +117,13 @@ struct scenario {
 	/* lock: a whole-file flock() rather than fcntl(F_SETLKW) */
 	bool flock;
 	uint64_t hold_ns; /* lock: how long past time 0 the holder keeps it */
+	/*
+	 * A caller region each process declares on the intrfs mount before
+	 * time 0 (region_caller_begin()), lasting until it ends.
+	 */
+	bool has_region;
+	enum region_kind region_kind;
+	char region_reason[REGION_CALLER_REASON_MAX];
 	/* faults */
 	struct scn_fault faults[SCN_FAULTS_MAX];
 	unsigned nfaults;
@@ -152,6 +161,8 @@ void scn_print(const struct scenario *s, FILE *out);
 
 const char *scn_op_name(enum scn_op op);
 const char *scn_call_name(enum scn_call call);
+/* "killable" or "uninterruptible". */
+const char *scn_region_kind_name(enum region_kind kind);
 const char *scn_state_name(enum scn_state st);
 /* "ok", "killed", "hung" or the errno's name ("EINTR"). */
 const char *scn_result_name(int res);
@@ -174,6 +185,16 @@ struct work_report {
 	bool lock_held;
 };
 
+/*
+ * Where a workload process works: dir holds its files (the mount, or the
+ * overlay's merged directory); mnt is the intrfs mount it declares its
+ * region on (NULL: none is declared, as under the kernel's client).
+ */
+struct work_dirs {
+	const char *dir;
+	const char *mnt;
+};
+
 /* The files of process k, relative to the scenario's directory. */
 void work_names(const struct scenario *s, unsigned k, char *a, char *b,
 		size_t len);
@@ -190,11 +211,12 @@ const char *work_lock_state(const struct work_report *rep, enum scn_state want,
 /* Prepares process k's old state below dir (the export, seen locally). */
 int work_prepare(const struct scenario *s, const char *dir, unsigned k);
 /*
- * The child's body: installs the signal action, gets ready below dir (the
- * mount), writes a byte to ready_fd, waits for a byte on go_fd, runs the
- * op and writes a struct work_report to report_fd.  Never returns.
+ * The child's body: installs the signal action, declares its region,
+ * gets ready in d (opens what it needs), writes a byte to ready_fd, waits
+ * for a byte on go_fd, runs the op and writes a struct work_report to
+ * report_fd.  Never returns.
  */
-void work_child(const struct scenario *s, const char *dir, unsigned k,
+void work_child(const struct scenario *s, const struct work_dirs *d, unsigned k,
 		int ready_fd, int go_fd, int report_fd);
 /*
  * Checks process k's files below dir (the export) against want (ST_NEW,

@@ -7,6 +7,8 @@
  */
 #include "scenario.h"
 
+#include <intrfs/region.h>
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -325,6 +327,30 @@ static void do_lock(const struct scenario *s, const char *path, int fd,
 	r->lock_held = taken == 1;
 }
 
+/*
+ * The process's caller region on the intrfs mount, before time 0: every
+ * request it makes to the mount from then on runs inside it.  d->mnt is
+ * the mount itself: overlayfs does not pass the ioctl down to its lower
+ * layer.  The directory stays open as long as the region, which ends
+ * with the process.
+ */
+static void declare_region(const struct scenario *s, const struct work_dirs *d,
+			   struct work_report *r)
+{
+	int fd, rc;
+
+	if (!s->has_region || !d->mnt)
+		return;
+	fd = open(d->mnt, O_RDONLY | O_DIRECTORY);
+	if (fd < 0) {
+		fail(r, CALL_REGION, errno);
+		return;
+	}
+	rc = region_caller_begin(fd, s->region_kind, s->region_reason);
+	if (rc < 0)
+		fail(r, CALL_REGION, -rc);
+}
+
 const char *work_lock_state(const struct work_report *rep, enum scn_state want,
 			    char *buf, size_t len, const char **seen)
 {
@@ -341,7 +367,7 @@ const char *work_lock_state(const struct work_report *rep, enum scn_state want,
 	return got;
 }
 
-void work_child(const struct scenario *s, const char *dir, unsigned k,
+void work_child(const struct scenario *s, const struct work_dirs *d, unsigned k,
 		int ready_fd, int go_fd, int report_fd)
 {
 	struct work_report r = { .result = RES_OK };
@@ -353,9 +379,10 @@ void work_child(const struct scenario *s, const char *dir, unsigned k,
 	char c = 'r';
 
 	install(s);
+	declare_region(s, d, &r);
 	work_names(s, k, a, b, sizeof(a));
-	join(dir, a, pa, sizeof(pa));
-	join(dir, b, pb, sizeof(pb));
+	join(d->dir, a, pa, sizeof(pa));
+	join(d->dir, b, pb, sizeof(pb));
 	if (s->op == OP_READ || s->op == OP_WRITE || s->op == OP_FSYNC) {
 		flags = s->op == OP_READ ? O_RDONLY : O_WRONLY;
 		if (s->direct)
@@ -363,11 +390,13 @@ void work_child(const struct scenario *s, const char *dir, unsigned k,
 		if (posix_memalign((void **)&buf, ALIGN,
 				   (size_t)s->chunk + ALIGN) != 0)
 			_exit(120);
-		fd = open(pa, flags);
-		if (fd < 0)
-			fail(&r, CALL_OPEN, errno);
+		if (r.result == RES_OK) {
+			fd = open(pa, flags);
+			if (fd < 0)
+				fail(&r, CALL_OPEN, errno);
+		}
 	}
-	if (s->op == OP_LOCK) {
+	if (s->op == OP_LOCK && r.result == RES_OK) {
 		fd = open(pa, O_RDWR);
 		if (fd < 0)
 			fail(&r, CALL_OPEN, errno);
@@ -420,7 +449,8 @@ void work_child(const struct scenario *s, const char *dir, unsigned k,
 		if (s->op != OP_LOCK && fd >= 0 && close(fd) < 0)
 			fail(&r, CALL_CLOSE, errno);
 	}
-	if (s->op != OP_LOCK)
+	/* A lock's call ended before its check (do_lock()). */
+	if (!r.end_ns)
 		r.end_ns = now_ns();
 	r.sigs = (unsigned)sigs_seen;
 	if (write(report_fd, &r, sizeof(r)) != (ssize_t)sizeof(r))
