@@ -31,6 +31,7 @@ static const char *const op_names[] = {
 	[OP_REMOVE] = "remove",	  [OP_RENAME] = "rename",
 	[OP_READDIR] = "readdir", [OP_MKDIR] = "mkdir",
 	[OP_STAT] = "stat",	  [OP_LOCK] = "lock",
+	[OP_COPYUP] = "copyup",
 };
 
 static const char *const call_names[] = {
@@ -367,7 +368,7 @@ static int d_workload(const struct cursor *c, struct scenario *s,
 		return fail_at(c, tk[0].p + tk[0].len,
 			       "workload needs an operation (read, write, "
 			       "fsync, create, remove, rename, readdir, "
-			       "mkdir, stat, lock)");
+			       "mkdir, stat, lock, copyup)");
 	for (size_t i = 0; i < sizeof(op_names) / sizeof(op_names[0]); i++)
 		if (tok_is(&tk[1], op_names[i])) {
 			s->op = (enum scn_op)i;
@@ -377,8 +378,12 @@ static int d_workload(const struct cursor *c, struct scenario *s,
 		return fail_at(c, tk[1].p,
 			       "unknown operation '%.*s' (read, write, fsync, "
 			       "create, remove, rename, readdir, mkdir, stat, "
-			       "lock)",
+			       "lock, copyup)",
 			       (int)tk[1].len, tk[1].p);
+	if (s->op == OP_COPYUP && s->overlay)
+		return fail_at(c, tk[1].p,
+			       "copyup is the copy-up itself; overlay is the "
+			       "kernel's: not both");
 	for (unsigned i = 2; i < n; i++) {
 		struct token k, val;
 
@@ -397,8 +402,8 @@ static int d_workload(const struct cursor *c, struct scenario *s,
 		if (!tok_kv(&tk[i], &k, &val))
 			return fail_at(c, tk[i].p,
 				       "unknown word '%.*s' (size=, chunk=, "
-				       "entries=, procs=, hold=, direct, "
-				       "buffered, flock)",
+				       "entries=, procs=, hold=, upper=, "
+				       "direct, buffered, flock)",
 				       (int)tk[i].len, tk[i].p);
 		if (tok_is(&k, "size")) {
 			if (parse_size(c, &val, &s->size) < 0)
@@ -425,10 +430,22 @@ static int d_workload(const struct cursor *c, struct scenario *s,
 		} else if (tok_is(&k, "hold")) {
 			if (parse_duration(c, &val, &s->hold_ns) < 0)
 				return -1;
+		} else if (tok_is(&k, "upper")) {
+			if (s->op != OP_COPYUP)
+				return fail_at(c, k.p,
+					       "upper= is copyup's (where the "
+					       "copy goes)");
+			if (tok_is(&val, "intrfs"))
+				s->upper_intrfs = true;
+			else if (tok_is(&val, "local"))
+				s->upper_intrfs = false;
+			else
+				return fail_at(c, val.p,
+					       "upper= is local or intrfs");
 		} else {
 			return fail_at(c, k.p,
 				       "unknown key '%.*s' (size=, chunk=, "
-				       "entries=, procs=, hold=)",
+				       "entries=, procs=, hold=, upper=)",
 				       (int)k.len, k.p);
 		}
 	}
@@ -911,6 +928,10 @@ static int parse_line(const struct cursor *c, struct scenario *s,
 	} else if (tok_is(&tk[0], "overlay")) {
 		if (n != 1)
 			return fail_at(c, tk[1].p, "overlay takes nothing");
+		if (*seen_workload && s->op == OP_COPYUP)
+			return fail_at(c, tk[0].p,
+				       "copyup is the copy-up itself; overlay "
+				       "is the kernel's: not both");
 		s->overlay = true;
 	} else if (tok_is(&tk[0], "region")) {
 		return d_region(c, s, tk, n);
@@ -1096,6 +1117,8 @@ void scn_print(const struct scenario *s, FILE *out)
 	if (s->op == OP_LOCK)
 		fprintf(out, " hold=%s%s", dur(s->hold_ns, a, sizeof(a)),
 			s->flock ? " flock" : "");
+	if (s->op == OP_COPYUP)
+		fprintf(out, " upper=%s", s->upper_intrfs ? "intrfs" : "local");
 	fputc('\n', out);
 	for (unsigned i = 0; i < s->nfaults; i++) {
 		const struct scn_fault *f = &s->faults[i];

@@ -52,6 +52,7 @@ struct proc {
 	 * result line), NULL when it is in no state the op can leave. */
 	const char *seen;
 	char state_why[WHY_MAX];
+	unsigned work_left; /* copyup: its temporaries left in work/ */
 	/* Where it slept when the signal came, and 250 ms later. */
 	struct kwhere at_signal, after_signal;
 };
@@ -110,16 +111,31 @@ static void close_fd(int *fd)
 	*fd = -1;
 }
 
+/*
+ * copyup's upper and work directories: where the processes use them (the
+ * mount's, or the run's local ones), or where the check reads them
+ * (check: the export's, or the same local ones).
+ */
+static void copyup_dirs(const struct scenario *s, const struct rig *r,
+			bool check, char *upper, char *work, size_t len)
+{
+	const char *base = !s->upper_intrfs ? r->cu : check ? r->local : r->mnt;
+
+	snprintf(upper, len, "%s/upper", base);
+	snprintf(work, len, "%s/work", base);
+}
+
 /* Forks the processes; each gets ready (opens its file) and waits. */
 static int start_procs(const struct scenario *s, struct rig *r,
 		       struct outcome *o)
 {
-	char dir[200];
-	struct work_dirs d;
+	char dir[200], upper[SCN_TEXT_MAX + 96], work[SCN_TEXT_MAX + 96];
+	struct work_dirs d = { .upper = upper, .work = work };
 
 	d.dir = rig_work_dir(r, dir, sizeof(dir));
 	/* The kernel's client has no caller regions: none is declared. */
 	d.mnt = r->kernel ? NULL : r->mnt;
+	copyup_dirs(s, r, false, upper, work, sizeof(upper));
 
 	for (unsigned k = 0; k < s->procs; k++) {
 		struct proc *p = &o->procs[k];
@@ -624,6 +640,9 @@ static void json_out(const struct scenario *s, const struct outcome *o,
 		json_str(f, s->region_reason);
 		fprintf(f, "}");
 	}
+	if (s->op == OP_COPYUP)
+		fprintf(f, ",\"upper\":\"%s\"",
+			s->upper_intrfs ? "intrfs" : "local");
 	if (r->kernel) {
 		struct utsname u;
 
@@ -662,6 +681,8 @@ static void json_out(const struct scenario *s, const struct outcome *o,
 			fprintf(f, ",\"latency_ms\":%.3f", lat);
 		fprintf(f, ",\"export\":");
 		json_str(f, p->seen ? p->seen : "bad");
+		if (s->op == OP_COPYUP)
+			fprintf(f, ",\"work_left\":%u", p->work_left);
 		json_where(f, "at_signal", &p->at_signal);
 		json_where(f, "after_signal", &p->after_signal);
 		fprintf(f, "}");
@@ -799,6 +820,9 @@ bool run_scenario(const struct scenario *s, struct rig *r,
 	if (rig_mount(r, opts, o->error, sizeof(o->error)) < 0)
 		goto out;
 	note_region(s, r);
+	if (s->op == OP_COPYUP && !s->upper_intrfs &&
+	    rig_copyup_make(r, o->error, sizeof(o->error)) < 0)
+		goto out;
 	if (s->overlay && rig_overlay_mount(r, o->error, sizeof(o->error)) < 0)
 		goto out;
 	if (start_procs(s, r, o) < 0)
@@ -849,6 +873,17 @@ out:
 							   p->state_why,
 							   sizeof(p->state_why),
 							   &p->seen);
+			} else if (s->op == OP_COPYUP) {
+				char up[SCN_TEXT_MAX + 96],
+					wk[SCN_TEXT_MAX + 96];
+				bool killed = p->rep.result == RES_KILLED ||
+					      p->rep.result == RES_HUNG;
+
+				copyup_dirs(s, r, true, up, wk, sizeof(up));
+				p->state = work_copyup_check(
+					s, r->local, up, wk, k, want, killed,
+					p->state_why, sizeof(p->state_why),
+					&p->seen, &p->work_left);
 			} else {
 				p->state = work_check(s, r->local, k, want,
 						      p->state_why,
@@ -858,6 +893,7 @@ out:
 		}
 		evaluate(s, o);
 	}
+	rig_copyup_remove(r);
 	if (o->error[0])
 		o->passed = false;
 	rig_netfault_stop(r);

@@ -32,6 +32,7 @@ enum scn_op {
 	OP_MKDIR,
 	OP_STAT,
 	OP_LOCK,
+	OP_COPYUP,
 };
 
 /*
@@ -117,6 +118,8 @@ struct scenario {
 	/* lock: a whole-file flock() rather than fcntl(F_SETLKW) */
 	bool flock;
 	uint64_t hold_ns; /* lock: how long past time 0 the holder keeps it */
+	/* copyup: upper and work directories on the intrfs mount, not local */
+	bool upper_intrfs;
 	/*
 	 * A caller region each process declares on the intrfs mount before
 	 * time 0 (region_caller_begin()), lasting until it ends.
@@ -188,11 +191,13 @@ struct work_report {
 /*
  * Where a workload process works: dir holds its files (the mount, or the
  * overlay's merged directory); mnt is the intrfs mount it declares its
- * region on (NULL: none is declared, as under the kernel's client).
+ * region on (NULL: none is declared, as under the kernel's client); upper
+ * and work are copyup's directories.
  */
 struct work_dirs {
 	const char *dir;
 	const char *mnt;
+	const char *upper, *work;
 };
 
 /* The files of process k, relative to the scenario's directory. */
@@ -208,8 +213,14 @@ unsigned char work_new_byte(unsigned k, uint64_t off);
  */
 const char *work_lock_state(const struct work_report *rep, enum scn_state want,
 			    char *buf, size_t len, const char **seen);
-/* Prepares process k's old state below dir (the export, seen locally). */
+/*
+ * Prepares process k's old state below dir (the export, seen locally);
+ * for copyup with upper=intrfs, process 0 makes the empty upper/ and
+ * work/ there too.
+ */
 int work_prepare(const struct scenario *s, const char *dir, unsigned k);
+/* Makes base/upper and base/work, empty, for copyup. */
+int work_copyup_dirs(const char *base);
 /*
  * The child's body: installs the signal action, declares its region,
  * gets ready in d (opens what it needs), writes a byte to ready_fd, waits
@@ -228,6 +239,20 @@ void work_child(const struct scenario *s, const struct work_dirs *d, unsigned k,
 const char *work_check(const struct scenario *s, const char *dir, unsigned k,
 		       enum scn_state want, char *buf, size_t len,
 		       const char **seen);
+
+/*
+ * Checks what process k's copy-up left: the lower file below dir (the
+ * export) unchanged, and upper and work (as the check sees them: locally,
+ * or the export's) against want, as work_check() does: "new" when upper
+ * holds the final file with the lower file's bytes and nothing else of
+ * k's, "old" when it holds nothing of k's.  *work_left counts k's
+ * temporaries left in work, which only a killed process may leave.
+ */
+const char *work_copyup_check(const struct scenario *s, const char *dir,
+			      const char *upper, const char *work, unsigned k,
+			      enum scn_state want, bool killed, char *buf,
+			      size_t len, const char **seen,
+			      unsigned *work_left);
 
 /* The rig: what a scenario runs against. */
 struct rig_server {
@@ -273,6 +298,8 @@ struct rig {
 	/* The daemon's first hung-task report (its watchdog, hung_timeout=),
 	 * kept from the log before the log goes; "" if none. */
 	char hung[1024];
+	/* copyup, upper=local: upper/ and work/ in cu; "" if none */
+	char cu[128];
 	/* overlay: upper/, work/ and merged/ in ovl; merged is mounted */
 	char ovl[128];
 	bool ovl_mounted;
@@ -289,6 +316,13 @@ struct rig {
  */
 int rig_overlay_mount(struct rig *r, char *err, size_t len);
 void rig_overlay_umount(struct rig *r);
+/*
+ * copyup's local upper and work directories, r->cu/upper and r->cu/work,
+ * made empty in the run's directory; 0 or -1 (why in err).
+ * rig_copyup_remove() removes them with what is in them.
+ */
+int rig_copyup_make(struct rig *r, char *err, size_t len);
+void rig_copyup_remove(struct rig *r);
 /* Where the workload runs: the overlay's merged directory, or the mount. */
 const char *rig_work_dir(const struct rig *r, char *buf, size_t len);
 
