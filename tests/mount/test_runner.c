@@ -4,12 +4,18 @@
  * own, so links planted at the names it once used in /tmp, and one given
  * as its JSON file, are never written through; a rig that fails before
  * time 0 is reported as a scenario that could not run, not as a process
- * killed after the seconds since boot.
+ * killed after the seconds since boot; the copyup workload copies whole
+ * into local upper directories and into ones on the mount; expect call=
+ * fails a scenario whose failed call is another, naming both; a region
+ * is declared on the mount, where it holds a handled signal back, or
+ * fails the scenario by name on a daemon without caller regions.  What a
+ * failed scenario keeps on the export is removed.
  */
 #include "harness.h"
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -117,6 +123,46 @@ static int scn_run(const struct test_server *s, const char *file,
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+static int rm_one(const char *path, const struct stat *st, int flag,
+		  struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+/*
+ * A failed scenario's directory, which the runner keeps on the export
+ * ("     kept DIR"), removed: only below s's export, never elsewhere.
+ */
+static void unkeep(const struct test_server *s, const char *out)
+{
+	const char *at = strstr(out, "     kept ");
+	char path[512], prefix[512];
+
+	if (!at)
+		return;
+	snprintf(path, sizeof(path), "%.*s", (int)strcspn(at + 10, "\n"),
+		 at + 10);
+	snprintf(prefix, sizeof(prefix), "%s/scn-", s->export_dir);
+	ASSERT_EQ(strncmp(path, prefix, strlen(prefix)), 0);
+	ASSERT_EQ(nftw(path, rm_one, 8, FTW_DEPTH | FTW_PHYS), 0);
+}
+
+/* The text of path (at most len - 1 bytes) in buf. */
+static void read_text(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_NOFOLLOW);
+	ssize_t n;
+
+	ASSERT_GE(fd, 0);
+	n = read(fd, buf, len - 1);
+	ASSERT_GE(n, 0);
+	buf[n] = '\0';
+	close(fd);
+}
+
 /*
  * A fault at time 0 that cannot be applied (pause, with no server pid):
  * the scenario could not run, and no time since boot is printed as its
@@ -139,6 +185,7 @@ TEST_IMPL(runner_rig_failure_not_run)
 	if (strstr(out, "killed after"))
 		TEST__FAIL("a scenario that never ran has a duration:\n%s",
 			   out);
+	unkeep(&s, out);
 	unlink(file);
 	rmdir(dir);
 	return 0;
@@ -232,6 +279,145 @@ TEST_IMPL(runner_never_follows_planted_links)
 	unlink(file);
 	unlink(victim);
 	rmdir(tmp);
+	rmdir(dir);
+	return 0;
+}
+
+/*
+ * copyup into local upper and work directories and into upper/ and work/
+ * on the mount, two processes each: both pass, their copies whole, and
+ * the JSON says where the upper directory was and that no temporary is
+ * left.
+ */
+TEST_IMPL(runner_copyup)
+{
+	static char out[16384], js[16384];
+	static const struct {
+		const char *file, *text, *pass, *upper;
+	} cases[] = {
+		{ "local.scn",
+		  "name cu-local\nworkload copyup size=256K chunk=64K "
+		  "procs=2\nexpect result=ok call=none export=new\n",
+		  "PASS cu-local  ok", "\"upper\":\"local\"" },
+		{ "intrfs.scn",
+		  "name cu-intrfs\nworkload copyup size=256K chunk=64K "
+		  "procs=2 direct upper=intrfs\nexpect result=ok call=none "
+		  "export=new\n",
+		  "PASS cu-intrfs  ok", "\"upper\":\"intrfs\"" },
+	};
+	char dir[] = "/tmp/intrfs-test-scn.XXXXXX", file[64], json[64];
+	struct test_server s;
+
+	srv_get(&s);
+	ASSERT_NOT_NULL(mkdtemp(dir));
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		scn_write(dir, cases[i].file, cases[i].text, file,
+			  sizeof(file));
+		snprintf(json, sizeof(json), "%s/%zu.json", dir, i);
+		if (scn_run(&s, file, NULL, json, NULL, out, sizeof(out)) != 0)
+			TEST__FAIL("%s did not pass:\n%s", cases[i].file, out);
+		ASSERT_CONTAINS(out, cases[i].pass);
+		read_text(json, js, sizeof(js));
+		ASSERT_CONTAINS(js, "\"op\":\"copyup\"");
+		ASSERT_CONTAINS(js, cases[i].upper);
+		ASSERT_CONTAINS(js, "\"done\":262144");
+		ASSERT_CONTAINS(js, "\"export\":\"new\",\"work_left\":0");
+		ASSERT_CONTAINS(js, "{\"check\":\"call\",\"proc\":1,"
+				    "\"want\":\"none\",\"got\":\"none\","
+				    "\"pass\":true}");
+		unlink(json);
+		unlink(file);
+	}
+	rmdir(dir);
+	return 0;
+}
+
+/*
+ * expect call=: a copy-up's O_DIRECT read waits on stalled replies on an
+ * intr mount and a handled SIGINT ends it with EINTR.  call=read passes;
+ * call=write fails, and the FAIL line names the check, what was wanted
+ * and the call that failed.
+ */
+TEST_IMPL(runner_expect_call)
+{
+	static char out[16384];
+	static const char body[] =
+		"mount hard,intr,timeo=5,retrans=1\n"
+		"fault at=0 for=1s netfault stall dir=reply\n"
+		"workload copyup size=64K chunk=64K direct\n"
+		"signal SIGINT handler at=300ms\n";
+	char dir[] = "/tmp/intrfs-test-scn.XXXXXX", file[64], text[512];
+	struct test_server s;
+
+	srv_get(&s);
+	ASSERT_NOT_NULL(mkdtemp(dir));
+	snprintf(text, sizeof(text),
+		 "name call-right\n%sexpect result=EINTR call=read|fsync "
+		 "export=old\n",
+		 body);
+	scn_write(dir, "right.scn", text, file, sizeof(file));
+	if (scn_run(&s, file, NULL, NULL, NULL, out, sizeof(out)) != 0)
+		TEST__FAIL("call=read did not pass:\n%s", out);
+	ASSERT_CONTAINS(out, "PASS call-right  EINTR (read)");
+	unlink(file);
+
+	snprintf(text, sizeof(text),
+		 "name call-wrong\n%sexpect result=EINTR call=write|rename\n",
+		 body);
+	scn_write(dir, "wrong.scn", text, file, sizeof(file));
+	ASSERT_EQ(scn_run(&s, file, NULL, NULL, NULL, out, sizeof(out)), 1);
+	ASSERT_CONTAINS(out, "FAIL call-wrong  EINTR (read)");
+	ASSERT_CONTAINS(out, ": want call=write|rename, got read");
+	/* The result itself was right: only the call is named. */
+	if (strstr(out, "want result="))
+		TEST__FAIL("a right result is named as wrong:\n%s", out);
+	unkeep(&s, out);
+	unlink(file);
+	rmdir(dir);
+	return 0;
+}
+
+/*
+ * A region line: each process declares the region on the intrfs mount
+ * before time 0, and the JSON says which.  Its read waits on stalled
+ * replies on an intr mount, which puts no region around it, and a
+ * handled SIGINT comes: the declared killable region holds it back, so
+ * the read completes (a daemon with caller regions); a daemon without
+ * them answers ENOTTY, and the scenario fails on that by name.  A region
+ * never declared would show as EINTR (read): both are failures here.
+ */
+TEST_IMPL(runner_region)
+{
+	static char out[16384], js[16384];
+	char dir[] = "/tmp/intrfs-test-scn.XXXXXX", file[64], json[64];
+	struct test_server s;
+	int rc;
+
+	srv_get(&s);
+	ASSERT_NOT_NULL(mkdtemp(dir));
+	scn_write(dir, "region.scn",
+		  "name region-declared\n"
+		  "mount hard,intr,policy=region,timeo=5,retrans=1\n"
+		  "region killable runner test\n"
+		  "fault at=0 for=1s netfault stall dir=reply\n"
+		  "workload read size=64K chunk=64K direct\n"
+		  "signal SIGINT handler at=300ms\n"
+		  "expect result=ok call=none\n",
+		  file, sizeof(file));
+	snprintf(json, sizeof(json), "%s/out.json", dir);
+	rc = scn_run(&s, file, NULL, json, NULL, out, sizeof(out));
+	if (rc == 0)
+		ASSERT_CONTAINS(out, "PASS region-declared  ok");
+	else if (rc == 1)
+		ASSERT_CONTAINS(out, "FAIL region-declared  ENOTTY (region)");
+	else
+		TEST__FAIL("the runner exited %d:\n%s", rc, out);
+	unkeep(&s, out);
+	read_text(json, js, sizeof(js));
+	ASSERT_CONTAINS(js, "\"region\":{\"kind\":\"killable\","
+			    "\"reason\":\"runner test\"}");
+	unlink(json);
+	unlink(file);
 	rmdir(dir);
 	return 0;
 }

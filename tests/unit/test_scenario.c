@@ -1,9 +1,11 @@
 /*
  * Tests of the scenario parser (tests/scenarios/runner/parse.c): every
  * ```scn block of tests/scenarios/README.md and every scenario file kept
- * in tests/scenarios/ parses, and its canonical form parses back to the
- * same canonical form; each kind of mistake is refused with FILE:LINE:COL,
- * the line and a caret under the mistake; the defaults are the README's.
+ * in tests/scenarios/ parses, and its canonical
+ * form parses back to the same canonical form; each kind of mistake is
+ * refused with FILE:LINE:COL, the line and a caret under the mistake; the
+ * defaults are the README's.  And the copyup workload's check (work.c)
+ * on each thing a copy-up can leave behind.
  */
 #include "test.h"
 
@@ -12,7 +14,9 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* text parses, and its canonical form is a fixed point. */
@@ -66,30 +70,37 @@ TEST_IMPL(scenario_readme_examples)
 	return 0;
 }
 
-/* The scenario files kept in the tree (not the generated matrix). */
-TEST_IMPL(scenario_files_parse)
+/* The .scn files of dir parse; how many there are. */
+static unsigned files_parse(const char *dir)
 {
 	static struct scenario s;
-	DIR *d = opendir(SCN_DIR);
+	DIR *d = opendir(dir);
 	struct dirent *e;
 	unsigned n = 0;
 
-	ASSERT_NOT_NULL(d);
+	if (!d)
+		TEST__FAIL("%s: %s", dir, strerror(errno));
 	while ((e = readdir(d))) {
 		size_t len = strlen(e->d_name);
 		char path[1024];
 
 		if (len < 5 || strcmp(e->d_name + len - 4, ".scn") != 0)
 			continue;
-		snprintf(path, sizeof(path), "%s/%s", SCN_DIR, e->d_name);
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
 		if (scn_parse_file(path, &s, stderr) < 0)
 			TEST__FAIL("%s does not parse", path);
 		n++;
 	}
 	closedir(d);
-	fprintf(stderr, "%u scenario files parse\n", n);
-	/* An empty or misnamed directory would pass without this. */
-	ASSERT_GE(n, 9);
+	fprintf(stderr, "%u scenario files in %s parse\n", n, dir);
+	return n;
+}
+
+/* The scenario files kept in the tree (not the generated matrix). */
+TEST_IMPL(scenario_files_parse)
+{
+	/* An empty or misnamed directory would pass without these. */
+	ASSERT_GE(files_parse(SCN_DIR), 14);
 	return 0;
 }
 
@@ -113,6 +124,146 @@ TEST_IMPL(scenario_defaults)
 	ASSERT_EQ(s.timeout_ns, 60000000000ull);
 	ASSERT_EQ(s.nfaults, 0);
 	ASSERT(!s.overlay);
+	return 0;
+}
+
+/* text printed in canonical form, whole. */
+static char *canonical(const char *text)
+{
+	static struct scenario s;
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	if (scn_parse_text("t.scn", text, &s, stderr) < 0)
+		TEST__FAIL("did not parse:\n%s", text);
+	f = open_memstream(&out, &len);
+	scn_print(&s, f);
+	fclose(f);
+	return out;
+}
+
+/*
+ * expect call=: the alternatives in their order, none and the signal
+ * that killed the process among them; the last expect line's call= is
+ * the one; printed after result=, only when asked for.
+ */
+TEST_IMPL(scenario_expect_call)
+{
+	static struct scenario s;
+	const char *text =
+		"workload read\n"
+		"expect result=killed|EINTR call=SIGKILL|read|none\n";
+	char *out;
+
+	ASSERT_EQ(scn_parse_text("t.scn", text, &s, stderr), 0);
+	ASSERT_EQ(s.ncalls, 3);
+	ASSERT_STR_EQ(s.calls[0], "SIGKILL");
+	ASSERT_STR_EQ(s.calls[1], "read");
+	ASSERT_STR_EQ(s.calls[2], "none");
+	out = canonical(text);
+	ASSERT_CONTAINS(out, "expect result=killed|EINTR "
+			     "call=SIGKILL|read|none export=auto "
+			     "data=intact\n");
+	free(out);
+	round_trip("t.scn", text);
+	out = canonical("workload write\nexpect result=EINTR\n");
+	if (strstr(out, "call="))
+		TEST__FAIL("call= printed though not asked for:\n%s", out);
+	free(out);
+	ASSERT_EQ(scn_parse_text("t.scn", "workload read\n", &s, stderr), 0);
+	ASSERT_EQ(s.ncalls, 0);
+	ASSERT_EQ(scn_parse_text("t.scn",
+				 "workload read\nexpect call=read\n"
+				 "expect call=open|none\n",
+				 &s, stderr),
+		  0);
+	ASSERT_EQ(s.ncalls, 2);
+	ASSERT_STR_EQ(s.calls[0], "open");
+	return 0;
+}
+
+/*
+ * region KIND [REASON]: the reason is its words as written (a trailing
+ * comment is not part of it), "scenario" when there is none; printed
+ * back after the mount line.
+ */
+TEST_IMPL(scenario_region)
+{
+	static struct scenario s;
+	const char *text = "mount hard\n"
+			   "region   uninterruptible  waiting  for p0   # why\n"
+			   "workload read\n";
+	char *out;
+
+	ASSERT_EQ(scn_parse_text("t.scn", text, &s, stderr), 0);
+	ASSERT(s.has_region);
+	ASSERT_EQ(s.region_kind, REGION_UNINTERRUPTIBLE);
+	ASSERT_STR_EQ(s.region_reason, "waiting  for p0");
+	out = canonical(text);
+	ASSERT_CONTAINS(out, "mount hard\n"
+			     "region uninterruptible waiting  for p0\n"
+			     "workload read ");
+	free(out);
+	round_trip("t.scn", text);
+	ASSERT_EQ(scn_parse_text("r.scn", "region killable\nworkload read\n",
+				 &s, stderr),
+		  0);
+	ASSERT(s.has_region);
+	ASSERT_EQ(s.region_kind, REGION_KILLABLE);
+	ASSERT_STR_EQ(s.region_reason, "scenario");
+	out = canonical("region killable\nworkload read\n");
+	ASSERT_CONTAINS(out, "region killable scenario\n");
+	free(out);
+	ASSERT_EQ(scn_parse_text("n.scn", "workload read\n", &s, stderr), 0);
+	ASSERT(!s.has_region);
+	return 0;
+}
+
+/*
+ * A copyup, as --check prints it, whole: every default written out, its
+ * upper directory after the workload's keys, beside a region and call=.
+ */
+TEST_IMPL(scenario_copyup)
+{
+	static struct scenario s;
+	const char *text = "name cu\n"
+			   "mount hard,intr,policy=region\n"
+			   "region killable copy-up\n"
+			   "workload copyup size=3M chunk=256K direct "
+			   "upper=intrfs\n"
+			   "signal SIGINT at=500ms\n"
+			   "expect result=EINTR call=read\n";
+	char *out;
+
+	ASSERT_EQ(scn_parse_text("t.scn", text, &s, stderr), 0);
+	ASSERT_EQ(s.op, OP_COPYUP);
+	ASSERT(s.upper_intrfs);
+	ASSERT(s.direct);
+	out = canonical(text);
+	ASSERT_STR_EQ(out, "name cu\n"
+			   "mount hard,intr,policy=region\n"
+			   "region killable copy-up\n"
+			   "workload copyup size=3M chunk=256K entries=100 "
+			   "procs=1 direct upper=intrfs\n"
+			   "signal SIGINT handler at=500ms\n"
+			   "expect result=EINTR call=read export=auto "
+			   "data=intact\n"
+			   "timeout 1m\n");
+	free(out);
+	round_trip("t.scn", text);
+	/* Upper and work directories are local by default. */
+	ASSERT_EQ(scn_parse_text("c.scn", "workload copyup\n", &s, stderr), 0);
+	ASSERT(!s.upper_intrfs);
+	out = canonical("workload copyup\n");
+	ASSERT_CONTAINS(out, "workload copyup size=1M chunk=1M entries=100 "
+			     "procs=1 buffered upper=local\n");
+	free(out);
+	/* Only a copyup has an upper directory to print. */
+	out = canonical("workload write\n");
+	ASSERT_CONTAINS(out, "workload write size=1M chunk=1M entries=100 "
+			     "procs=1 buffered\n");
+	free(out);
 	return 0;
 }
 
@@ -275,6 +426,43 @@ static const struct {
 	{ "workload read\nfault at=0 netfault reorder 100000000\n",
 	  "f.scn:2:29: netfault refuses the rule: N must be at most 1024",
 	  NULL },
+	/* region KIND [REASON] */
+	{ "workload read\nregion\n",
+	  "f.scn:2:7: region needs a kind: killable or uninterruptible",
+	  "        ^" },
+	{ "workload read\nregion sometimes\n",
+	  "f.scn:2:8: unknown region kind 'sometimes' (killable, "
+	  "uninterruptible)",
+	  "         ^" },
+	{ "workload read\nregion killable\nregion uninterruptible\n",
+	  "f.scn:3:1: a second region line", "  ^" },
+	{ "workload read\nregion killable "
+	  "0123456789012345678901234567890123456789012345678901234567890123\n",
+	  "f.scn:2:17: the reason is 64 bytes; a region's is at most 63",
+	  "                  ^" },
+	/* copyup and its upper= */
+	{ "workload copyup upper=nfs\n",
+	  "f.scn:1:23: upper= is local or intrfs",
+	  "                        ^" },
+	{ "workload read upper=local\n", "f.scn:1:15: upper= is copyup's",
+	  NULL },
+	{ "overlay\nworkload copyup\n",
+	  "f.scn:2:10: copyup is the copy-up itself; overlay is the kernel's",
+	  "           ^" },
+	{ "workload copyup\noverlay\n",
+	  "f.scn:2:1: copyup is the copy-up itself; overlay is the kernel's",
+	  "  ^" },
+	/* call= */
+	{ "workload read\nexpect result=EINTR call=raed\n",
+	  "f.scn:2:26: unknown call 'raed' (none, open, read, write,",
+	  "                           ^" },
+	{ "workload read\nexpect call=read|\n", "f.scn:2:18: unknown call ''",
+	  NULL },
+	{ "workload read\nexpect "
+	  "call=read|read|read|read|read|read|read\n",
+	  "f.scn:2:43: more than 6 calls", NULL },
+	{ "workload read\nexpect call<=read\n",
+	  "f.scn:2:8: unknown check 'call<=read'", NULL },
 };
 
 /* A NUL byte is a mistake where it is, not the end of its line. */
@@ -344,6 +532,148 @@ TEST_IMPL(scenario_mistakes)
 					  strlen(mistakes[i].caret_line)),
 				  0);
 		free(msg);
+	}
+	return 0;
+}
+
+/* What a copy-up left, and what the check must make of it. */
+#define CU_SIZE 65536u
+static const struct {
+	const char *what;
+	uint64_t upper_size; /* upper/p0.a's bytes; 0: absent */
+	bool upper_wrong; /* upper/p0.a holds other bytes than the lower's */
+	const char *upper_extra; /* another name in upper/, or NULL */
+	bool work_tmp; /* work/p0.a.tmp is left */
+	bool killed;
+	bool lower_changed;
+	const char *state; /* "new", "old", or NULL: none (bad) */
+	const char *why; /* in the message, when bad */
+	unsigned work_left;
+} copyup_cases[] = {
+	{ "copied", CU_SIZE, false, NULL, false, false, false, "new", NULL, 0 },
+	{ "not begun", 0, false, NULL, false, false, false, "old", NULL, 0 },
+	{ "a short final file", CU_SIZE / 2, false, NULL, false, false, false,
+	  NULL, "has 32768 bytes, not 65536", 0 },
+	{ "the final file's bytes wrong", CU_SIZE, true, NULL, false, false,
+	  false, NULL, "is not the lower file's bytes", 0 },
+	{ "a half file under another name", 0, false, "p0.a.tmp", false, false,
+	  false, NULL, "holds a name of process 0 other than p0.a", 0 },
+	{ "a name of no process", CU_SIZE, false, "junk", false, false, false,
+	  NULL, "holds junk, no process's", 0 },
+	{ "another process's name", CU_SIZE, false, "p1.a", false, false, false,
+	  NULL, "holds p1.a, no process's", 0 },
+	{ "a temporary left by one that ended itself", 0, false, NULL, true,
+	  false, false, NULL,
+	  "keeps 1 temporary of process 0, which ended "
+	  "itself",
+	  1 },
+	{ "a temporary left by one killed", 0, false, NULL, true, true, false,
+	  "old", NULL, 1 },
+	{ "the lower file changed", CU_SIZE, false, NULL, false, false, true,
+	  NULL, "the lower file", 0 },
+};
+
+static int rm_one(const char *path, const struct stat *st, int flag,
+		  struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+/* Removes dir and what is in it; 0 or -1. */
+static int rm_tree(const char *dir)
+{
+	return nftw(dir, rm_one, 8, FTW_DEPTH | FTW_PHYS);
+}
+
+/* A file of n bytes, process 0's old ones (new with wrong). */
+static void put_file(const char *path, uint64_t n, bool wrong)
+{
+	static unsigned char buf[CU_SIZE];
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0644);
+
+	ASSERT_GE(fd, 0);
+	for (uint64_t i = 0; i < n; i++)
+		buf[i] = wrong ? work_new_byte(0, i) : work_old_byte(0, i);
+	ASSERT_EQ(write(fd, buf, n), (ssize_t)n);
+	close(fd);
+}
+
+/*
+ * work_copyup_check() on each thing a copy-up can leave: only a whole
+ * copy (new) or nothing (old) passes, the lower file never changes, and
+ * only a killed process may leave its temporary.
+ */
+TEST_IMPL(scenario_copyup_check)
+{
+	static struct scenario s;
+
+	ASSERT_EQ(scn_parse_text("c.scn",
+				 "workload copyup size=64K upper=intrfs\n", &s,
+				 stderr),
+		  0);
+	for (size_t i = 0; i < ARRAY_SIZE(copyup_cases); i++) {
+		char dir[] = "/tmp/intrfs-test-cu.XXXXXX", up[64], wk[64];
+		char path[96], why[1024];
+		const char *got, *seen;
+		unsigned left = 99;
+
+		ASSERT_NOT_NULL(mkdtemp(dir));
+		ASSERT_EQ(work_prepare(&s, dir, 0), 0);
+		snprintf(up, sizeof(up), "%s/upper", dir);
+		snprintf(wk, sizeof(wk), "%s/work", dir);
+		if (copyup_cases[i].upper_size) {
+			snprintf(path, sizeof(path), "%s/p0.a", up);
+			put_file(path, copyup_cases[i].upper_size,
+				 copyup_cases[i].upper_wrong);
+		}
+		if (copyup_cases[i].upper_extra) {
+			snprintf(path, sizeof(path), "%s/%s", up,
+				 copyup_cases[i].upper_extra);
+			put_file(path, 100, false);
+		}
+		if (copyup_cases[i].work_tmp) {
+			snprintf(path, sizeof(path), "%s/p0.a.tmp", wk);
+			put_file(path, 100, false);
+		}
+		if (copyup_cases[i].lower_changed) {
+			snprintf(path, sizeof(path), "%s/p0.a", dir);
+			put_file(path, CU_SIZE, true);
+		}
+		why[0] = '\0';
+		got = work_copyup_check(&s, dir, up, wk, 0, ST_ANY,
+					copyup_cases[i].killed, why,
+					sizeof(why), &seen, &left);
+		if (copyup_cases[i].state) {
+			if (!got || strcmp(got, copyup_cases[i].state))
+				TEST__FAIL("%s: got %s (%s), want %s",
+					   copyup_cases[i].what,
+					   got ? got : "bad", why,
+					   copyup_cases[i].state);
+			ASSERT_STR_EQ(seen, copyup_cases[i].state);
+		} else {
+			if (got)
+				TEST__FAIL("%s: passed as %s",
+					   copyup_cases[i].what, got);
+			ASSERT_NULL(seen);
+			ASSERT_CONTAINS(why, copyup_cases[i].why);
+		}
+		ASSERT_EQ(left, copyup_cases[i].work_left);
+		/* And a state that is not the one wanted is told apart. */
+		if (copyup_cases[i].state) {
+			bool is_new = !strcmp(copyup_cases[i].state, "new");
+
+			got = work_copyup_check(&s, dir, up, wk, 0,
+						is_new ? ST_OLD : ST_NEW,
+						copyup_cases[i].killed, why,
+						sizeof(why), &seen, &left);
+			ASSERT_NULL(got);
+			ASSERT_STR_EQ(seen, copyup_cases[i].state);
+			ASSERT_CONTAINS(why, "the upper directory is");
+		}
+		ASSERT_EQ(rm_tree(dir), 0);
 	}
 	return 0;
 }

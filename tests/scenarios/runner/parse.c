@@ -22,6 +22,8 @@
 #define DEFAULT_SIG_AT_NS 300000000ull
 #define DEFAULT_TIMEOUT_NS 60000000000ull
 #define TOKENS_MAX 32
+#define DEFAULT_REGION_REASON "scenario"
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 static const char *const op_names[] = {
 	[OP_READ] = "read",	  [OP_WRITE] = "write",
@@ -29,6 +31,19 @@ static const char *const op_names[] = {
 	[OP_REMOVE] = "remove",	  [OP_RENAME] = "rename",
 	[OP_READDIR] = "readdir", [OP_MKDIR] = "mkdir",
 	[OP_STAT] = "stat",	  [OP_LOCK] = "lock",
+	[OP_COPYUP] = "copyup",
+};
+
+static const char *const call_names[] = {
+	[CALL_OPEN] = "open",	    [CALL_READ] = "read",
+	[CALL_WRITE] = "write",	    [CALL_FSYNC] = "fsync",
+	[CALL_CLOSE] = "close",	    [CALL_UNLINK] = "unlink",
+	[CALL_RENAME] = "rename",   [CALL_OPENDIR] = "opendir",
+	[CALL_READDIR] = "readdir", [CALL_CLOSEDIR] = "closedir",
+	[CALL_MKDIR] = "mkdir",	    [CALL_STAT] = "stat",
+	[CALL_FLOCK] = "flock",	    [CALL_FCNTL] = "fcntl",
+	[CALL_REGION] = "region",   [CALL_HOLDER] = "holder",
+	[CALL_CHECK] = "check",
 };
 
 static const char *const state_names[] = {
@@ -76,6 +91,9 @@ static const struct {
 	{ "EDQUOT", EDQUOT },
 	{ "EFBIG", EFBIG },
 	{ "ENXIO", ENXIO },
+	{ "ENOTTY", ENOTTY },
+	{ "ENOSYS", ENOSYS },
+	{ "EOPNOTSUPP", EOPNOTSUPP },
 };
 
 static const struct {
@@ -105,6 +123,16 @@ void scn_copy(char *dst, size_t len, const char *src)
 const char *scn_op_name(enum scn_op op)
 {
 	return op_names[op];
+}
+
+const char *scn_call_name(enum scn_call call)
+{
+	return call_names[call];
+}
+
+const char *scn_region_kind_name(enum region_kind kind)
+{
+	return kind == REGION_KILLABLE ? "killable" : "uninterruptible";
 }
 
 const char *scn_state_name(enum scn_state st)
@@ -340,7 +368,7 @@ static int d_workload(const struct cursor *c, struct scenario *s,
 		return fail_at(c, tk[0].p + tk[0].len,
 			       "workload needs an operation (read, write, "
 			       "fsync, create, remove, rename, readdir, "
-			       "mkdir, stat, lock)");
+			       "mkdir, stat, lock, copyup)");
 	for (size_t i = 0; i < sizeof(op_names) / sizeof(op_names[0]); i++)
 		if (tok_is(&tk[1], op_names[i])) {
 			s->op = (enum scn_op)i;
@@ -350,8 +378,12 @@ static int d_workload(const struct cursor *c, struct scenario *s,
 		return fail_at(c, tk[1].p,
 			       "unknown operation '%.*s' (read, write, fsync, "
 			       "create, remove, rename, readdir, mkdir, stat, "
-			       "lock)",
+			       "lock, copyup)",
 			       (int)tk[1].len, tk[1].p);
+	if (s->op == OP_COPYUP && s->overlay)
+		return fail_at(c, tk[1].p,
+			       "copyup is the copy-up itself; overlay is the "
+			       "kernel's: not both");
 	for (unsigned i = 2; i < n; i++) {
 		struct token k, val;
 
@@ -370,8 +402,8 @@ static int d_workload(const struct cursor *c, struct scenario *s,
 		if (!tok_kv(&tk[i], &k, &val))
 			return fail_at(c, tk[i].p,
 				       "unknown word '%.*s' (size=, chunk=, "
-				       "entries=, procs=, hold=, direct, "
-				       "buffered, flock)",
+				       "entries=, procs=, hold=, upper=, "
+				       "direct, buffered, flock)",
 				       (int)tk[i].len, tk[i].p);
 		if (tok_is(&k, "size")) {
 			if (parse_size(c, &val, &s->size) < 0)
@@ -398,10 +430,22 @@ static int d_workload(const struct cursor *c, struct scenario *s,
 		} else if (tok_is(&k, "hold")) {
 			if (parse_duration(c, &val, &s->hold_ns) < 0)
 				return -1;
+		} else if (tok_is(&k, "upper")) {
+			if (s->op != OP_COPYUP)
+				return fail_at(c, k.p,
+					       "upper= is copyup's (where the "
+					       "copy goes)");
+			if (tok_is(&val, "intrfs"))
+				s->upper_intrfs = true;
+			else if (tok_is(&val, "local"))
+				s->upper_intrfs = false;
+			else
+				return fail_at(c, val.p,
+					       "upper= is local or intrfs");
 		} else {
 			return fail_at(c, k.p,
 				       "unknown key '%.*s' (size=, chunk=, "
-				       "entries=, procs=, hold=)",
+				       "entries=, procs=, hold=, upper=)",
 				       (int)k.len, k.p);
 		}
 	}
@@ -597,6 +641,89 @@ static int d_signal(const struct cursor *c, struct scenario *s,
 	return 0;
 }
 
+/*
+ * region KIND [REASON]: the reason is the rest of the line's words, as
+ * written between them, so that it prints back the same.
+ */
+static int d_region(const struct cursor *c, struct scenario *s,
+		    const struct token *tk, unsigned n)
+{
+	size_t len;
+
+	if (s->has_region)
+		return fail_at(c, tk[0].p,
+			       "a second region line (a process declares "
+			       "one)");
+	if (n < 2)
+		return fail_at(c, tk[0].p + tk[0].len,
+			       "region needs a kind: killable or "
+			       "uninterruptible");
+	if (tok_is(&tk[1], "killable"))
+		s->region_kind = REGION_KILLABLE;
+	else if (tok_is(&tk[1], "uninterruptible"))
+		s->region_kind = REGION_UNINTERRUPTIBLE;
+	else
+		return fail_at(c, tk[1].p,
+			       "unknown region kind '%.*s' (killable, "
+			       "uninterruptible)",
+			       (int)tk[1].len, tk[1].p);
+	if (n == 2) {
+		scn_copy(s->region_reason, sizeof(s->region_reason),
+			 DEFAULT_REGION_REASON);
+	} else {
+		len = (size_t)(tk[n - 1].p + tk[n - 1].len - tk[2].p);
+		/* The mount would cut it: a reason it shows must be whole. */
+		if (len >= sizeof(s->region_reason))
+			return fail_at(c, tk[2].p,
+				       "the reason is %zu bytes; a region's "
+				       "is at most %zu",
+				       len, sizeof(s->region_reason) - 1);
+		memcpy(s->region_reason, tk[2].p, len);
+		s->region_reason[len] = '\0';
+	}
+	s->has_region = true;
+	return 0;
+}
+
+/* call=: a call a workload makes, none, or the signal that killed it. */
+static int parse_calls(const struct cursor *c, const struct token *val,
+		       struct scenario *s)
+{
+	const char *p = val->p, *end = val->p + val->len;
+
+	s->ncalls = 0;
+	for (;;) {
+		const char *bar = memchr(p, '|', (size_t)(end - p));
+		struct token one = { p, (size_t)((bar ? bar : end) - p) };
+		bool known = tok_is(&one, "none");
+		char name[16], list[256] = "";
+
+		for (size_t i = 0; i < ARRAY_SIZE(call_names) && !known; i++)
+			known = tok_is(&one, call_names[i]);
+		for (size_t i = 0; i < ARRAY_SIZE(signals) && !known; i++)
+			known = tok_is(&one, signals[i].name);
+		if (!known) {
+			for (size_t i = 0; i < ARRAY_SIZE(call_names); i++)
+				snprintf(list + strlen(list),
+					 sizeof(list) - strlen(list), ", %s",
+					 call_names[i]);
+			return fail_at(c, one.p,
+				       "unknown call '%.*s' (none%s, or the "
+				       "signal that killed it: SIGKILL...)",
+				       (int)one.len, one.p, list);
+		}
+		if (s->ncalls == SCN_ALTS_MAX)
+			return fail_at(c, one.p, "more than %d calls",
+				       SCN_ALTS_MAX);
+		scn_copy(s->calls[s->ncalls++], sizeof(s->calls[0]),
+			 tok_str(&one, name, sizeof(name)));
+		if (!bar)
+			break;
+		p = bar + 1;
+	}
+	return 0;
+}
+
 static int parse_results(const struct cursor *c, const struct token *val,
 			 struct scenario *s)
 {
@@ -673,6 +800,9 @@ static int d_expect(const struct cursor *c, struct scenario *s,
 		if (tok_is(&key, "result") && op[0] == '=') {
 			if (parse_results(c, &val, s) < 0)
 				return -1;
+		} else if (tok_is(&key, "call") && op[0] == '=') {
+			if (parse_calls(c, &val, s) < 0)
+				return -1;
 		} else if ((tok_is(&key, "latency") ||
 			    tok_is(&key, "elapsed")) &&
 			   op[0] != '=') {
@@ -721,7 +851,7 @@ static int d_expect(const struct cursor *c, struct scenario *s,
 					       "data= is intact or any");
 		} else {
 			return fail_at(c, t->p,
-				       "unknown check '%.*s' (result=, "
+				       "unknown check '%.*s' (result=, call=, "
 				       "latency<= >=, elapsed<= >=, resets= "
 				       "<= >=, export=, data=)",
 				       (int)t->len, t->p);
@@ -798,7 +928,13 @@ static int parse_line(const struct cursor *c, struct scenario *s,
 	} else if (tok_is(&tk[0], "overlay")) {
 		if (n != 1)
 			return fail_at(c, tk[1].p, "overlay takes nothing");
+		if (*seen_workload && s->op == OP_COPYUP)
+			return fail_at(c, tk[0].p,
+				       "copyup is the copy-up itself; overlay "
+				       "is the kernel's: not both");
 		s->overlay = true;
+	} else if (tok_is(&tk[0], "region")) {
+		return d_region(c, s, tk, n);
 	} else if (tok_is(&tk[0], "timeout")) {
 		if (n != 2)
 			return fail_at(c, tk[0].p, "timeout takes a duration");
@@ -809,8 +945,8 @@ static int parse_line(const struct cursor *c, struct scenario *s,
 	} else {
 		return fail_at(c, tk[0].p,
 			       "unknown directive '%.*s' (name, about, mount, "
-			       "overlay, workload, fault, signal, expect, "
-			       "timeout)",
+			       "overlay, region, workload, fault, signal, "
+			       "expect, timeout)",
 			       (int)tk[0].len, tk[0].p);
 	}
 	return 0;
@@ -971,6 +1107,9 @@ void scn_print(const struct scenario *s, FILE *out)
 		fprintf(out, "mount %s\n", s->mount);
 	if (s->overlay)
 		fprintf(out, "overlay\n");
+	if (s->has_region)
+		fprintf(out, "region %s %s\n",
+			scn_region_kind_name(s->region_kind), s->region_reason);
 	fprintf(out, "workload %s size=%s chunk=%s entries=%u procs=%u %s",
 		scn_op_name(s->op), size_str(s->size, a, sizeof(a)),
 		size_str(s->chunk, b, sizeof(b)), s->entries, s->procs,
@@ -978,6 +1117,8 @@ void scn_print(const struct scenario *s, FILE *out)
 	if (s->op == OP_LOCK)
 		fprintf(out, " hold=%s%s", dur(s->hold_ns, a, sizeof(a)),
 			s->flock ? " flock" : "");
+	if (s->op == OP_COPYUP)
+		fprintf(out, " upper=%s", s->upper_intrfs ? "intrfs" : "local");
 	fputc('\n', out);
 	for (unsigned i = 0; i < s->nfaults; i++) {
 		const struct scn_fault *f = &s->faults[i];
@@ -1007,6 +1148,8 @@ void scn_print(const struct scenario *s, FILE *out)
 	for (unsigned i = 0; i < s->nresults; i++)
 		fprintf(out, "%s%s", i ? "|" : "",
 			scn_result_name(s->results[i]));
+	for (unsigned i = 0; i < s->ncalls; i++)
+		fprintf(out, "%s%s", i ? "|" : " call=", s->calls[i]);
 	if (s->latency_min.set)
 		fprintf(out, " latency>=%s",
 			dur(s->latency_min.ns, a, sizeof(a)));

@@ -485,6 +485,30 @@ void rig_overlay_umount(struct rig *r)
 	r->ovl[0] = '\0';
 }
 
+int rig_copyup_make(struct rig *r, char *err, size_t len)
+{
+	snprintf(r->cu, sizeof(r->cu), "%s/cu.%u", r->run_dir, ++r->seq);
+	if (mkdir(r->cu, 0700) < 0 || work_copyup_dirs(r->cu) < 0) {
+		snprintf(err, len, "copyup's directories in %s: %s", r->cu,
+			 strerror(errno));
+		rig_copyup_remove(r);
+		return -1;
+	}
+	say(r, "copyup's upper and work directories in %s", r->cu);
+	return 0;
+}
+
+void rig_copyup_remove(struct rig *r)
+{
+	if (!r->cu[0])
+		return;
+	nftw(r->cu, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+	if (rmdir(r->cu) < 0 && errno != ENOENT)
+		fprintf(stderr, "intrfs-scenario: could not remove %s: %s\n",
+			r->cu, strerror(errno));
+	r->cu[0] = '\0';
+}
+
 const char *rig_work_dir(const struct rig *r, char *buf, size_t len)
 {
 	if (!r->ovl_mounted)

@@ -52,6 +52,7 @@ struct proc {
 	 * result line), NULL when it is in no state the op can leave. */
 	const char *seen;
 	char state_why[WHY_MAX];
+	unsigned work_left; /* copyup: its temporaries left in work/ */
 	/* Where it slept when the signal came, and 250 ms later. */
 	struct kwhere at_signal, after_signal;
 };
@@ -110,11 +111,31 @@ static void close_fd(int *fd)
 	*fd = -1;
 }
 
+/*
+ * copyup's upper and work directories: where the processes use them (the
+ * mount's, or the run's local ones), or where the check reads them
+ * (check: the export's, or the same local ones).
+ */
+static void copyup_dirs(const struct scenario *s, const struct rig *r,
+			bool check, char *upper, char *work, size_t len)
+{
+	const char *base = !s->upper_intrfs ? r->cu : check ? r->local : r->mnt;
+
+	snprintf(upper, len, "%s/upper", base);
+	snprintf(work, len, "%s/work", base);
+}
+
 /* Forks the processes; each gets ready (opens its file) and waits. */
 static int start_procs(const struct scenario *s, struct rig *r,
 		       struct outcome *o)
 {
-	char dir[200];
+	char dir[200], upper[SCN_TEXT_MAX + 96], work[SCN_TEXT_MAX + 96];
+	struct work_dirs d = { .upper = upper, .work = work };
+
+	d.dir = rig_work_dir(r, dir, sizeof(dir));
+	/* The kernel's client has no caller regions: none is declared. */
+	d.mnt = r->kernel ? NULL : r->mnt;
+	copyup_dirs(s, r, false, upper, work, sizeof(upper));
 
 	for (unsigned k = 0; k < s->procs; k++) {
 		struct proc *p = &o->procs[k];
@@ -136,8 +157,7 @@ static int start_procs(const struct scenario *s, struct rig *r,
 		if (p->pid == 0) {
 			signal(SIGINT, SIG_DFL);
 			signal(SIGTERM, SIG_DFL);
-			work_child(s, rig_work_dir(r, dir, sizeof(dir)), k,
-				   ready[1], go[0], rep[1]);
+			work_child(s, &d, k, ready[1], go[0], rep[1]);
 		}
 		close(ready[1]);
 		close(go[0]);
@@ -479,6 +499,14 @@ static bool result_wanted(const struct scenario *s, int res)
 	return false;
 }
 
+static bool call_wanted(const struct scenario *s, const char *call)
+{
+	for (unsigned i = 0; i < s->ncalls; i++)
+		if (!strcmp(s->calls[i], call))
+			return true;
+	return false;
+}
+
 static void bound_check(struct outcome *o, unsigned k, const char *what,
 			const struct scn_bound *b, bool max, uint64_t got)
 {
@@ -494,11 +522,14 @@ static void bound_check(struct outcome *o, unsigned k, const char *what,
 
 static void evaluate(const struct scenario *s, struct outcome *o)
 {
-	char want[128] = "", got[WHY_MAX];
+	char want[128] = "", calls[128] = "", got[WHY_MAX];
 
 	for (unsigned i = 0; i < s->nresults; i++)
 		snprintf(want + strlen(want), sizeof(want) - strlen(want),
 			 "%s%s", i ? "|" : "", scn_result_name(s->results[i]));
+	for (unsigned i = 0; i < s->ncalls; i++)
+		snprintf(calls + strlen(calls), sizeof(calls) - strlen(calls),
+			 "%s%s", i ? "|" : "", s->calls[i]);
 	for (unsigned k = 0; k < s->procs; k++) {
 		const struct proc *p = &o->procs[k];
 		uint64_t elapsed = p->end_ns - o->t0;
@@ -516,6 +547,13 @@ static void evaluate(const struct scenario *s, struct outcome *o)
 				 " (%s)", p->rep.call);
 		check(o, k, "result", want, got,
 		      result_wanted(s, p->rep.result));
+		if (s->ncalls) {
+			/* A killed process's call is the signal (reap()). */
+			const char *call =
+				p->rep.result == RES_OK ? "none" : p->rep.call;
+
+			check(o, k, "call", calls, call, call_wanted(s, call));
+		}
 		if (!o->sig_ns && s->sig && p->ended && s->latency_max.set) {
 			/* The process ended before the signal was due. */
 			latency = 0;
@@ -596,6 +634,15 @@ static void json_out(const struct scenario *s, const struct outcome *o,
 	fprintf(f, ",\"op\":\"%s\",\"mount\":", scn_op_name(s->op));
 	json_str(f, opts);
 	fprintf(f, ",\"client\":\"%s\"", r->kernel ? "kernel" : "intrfs");
+	if (s->has_region) {
+		fprintf(f, ",\"region\":{\"kind\":\"%s\",\"reason\":",
+			scn_region_kind_name(s->region_kind));
+		json_str(f, s->region_reason);
+		fprintf(f, "}");
+	}
+	if (s->op == OP_COPYUP)
+		fprintf(f, ",\"upper\":\"%s\"",
+			s->upper_intrfs ? "intrfs" : "local");
 	if (r->kernel) {
 		struct utsname u;
 
@@ -634,6 +681,8 @@ static void json_out(const struct scenario *s, const struct outcome *o,
 			fprintf(f, ",\"latency_ms\":%.3f", lat);
 		fprintf(f, ",\"export\":");
 		json_str(f, p->seen ? p->seen : "bad");
+		if (s->op == OP_COPYUP)
+			fprintf(f, ",\"work_left\":%u", p->work_left);
 		json_where(f, "at_signal", &p->at_signal);
 		json_where(f, "after_signal", &p->after_signal);
 		fprintf(f, "}");
@@ -703,6 +752,33 @@ static void print_line(const struct scenario *s, const struct outcome *o)
 	fflush(stdout);
 }
 
+/*
+ * The scenario's region: under the kernel's client, which has no caller
+ * regions, it is not declared (the same file runs there) and is named
+ * among what the kernel did not get.
+ */
+static void note_region(const struct scenario *s, struct rig *r)
+{
+	const char *kind = scn_region_kind_name(s->region_kind);
+
+	if (!s->has_region)
+		return;
+	if (r->kernel) {
+		snprintf(r->dropped + strlen(r->dropped),
+			 sizeof(r->dropped) - strlen(r->dropped), "%sregion %s",
+			 r->dropped[0] ? "," : "", kind);
+		if (r->verbose)
+			fprintf(stderr,
+				"  . region %s (%s) not declared: the "
+				"kernel's client has no caller regions\n",
+				kind, s->region_reason);
+	} else if (r->verbose) {
+		fprintf(stderr,
+			"  . each process declares a %s region (%s) on %s\n",
+			kind, s->region_reason, r->mnt);
+	}
+}
+
 static void join_opts(const char *a, const char *b, char *buf, size_t len)
 {
 	snprintf(buf, len, "%s%s%s", a, a[0] && b[0] ? "," : "", b);
@@ -742,6 +818,10 @@ bool run_scenario(const struct scenario *s, struct rig *r,
 			goto out;
 		}
 	if (rig_mount(r, opts, o->error, sizeof(o->error)) < 0)
+		goto out;
+	note_region(s, r);
+	if (s->op == OP_COPYUP && !s->upper_intrfs &&
+	    rig_copyup_make(r, o->error, sizeof(o->error)) < 0)
 		goto out;
 	if (s->overlay && rig_overlay_mount(r, o->error, sizeof(o->error)) < 0)
 		goto out;
@@ -788,19 +868,32 @@ out:
 				want = p->rep.result == RES_OK ? ST_NEW :
 				       s->op == OP_LOCK	       ? ST_OLD :
 								 ST_ANY;
-			if (s->op == OP_LOCK)
+			if (s->op == OP_LOCK) {
 				p->state = work_lock_state(&p->rep, want,
 							   p->state_why,
 							   sizeof(p->state_why),
 							   &p->seen);
-			else
+			} else if (s->op == OP_COPYUP) {
+				char up[SCN_TEXT_MAX + 96],
+					wk[SCN_TEXT_MAX + 96];
+				bool killed = p->rep.result == RES_KILLED ||
+					      p->rep.result == RES_HUNG;
+
+				copyup_dirs(s, r, true, up, wk, sizeof(up));
+				p->state = work_copyup_check(
+					s, r->local, up, wk, k, want, killed,
+					p->state_why, sizeof(p->state_why),
+					&p->seen, &p->work_left);
+			} else {
 				p->state = work_check(s, r->local, k, want,
 						      p->state_why,
 						      sizeof(p->state_why),
 						      &p->seen);
+			}
 		}
 		evaluate(s, o);
 	}
+	rig_copyup_remove(r);
 	if (o->error[0])
 		o->passed = false;
 	rig_netfault_stop(r);

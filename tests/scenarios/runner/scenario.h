@@ -9,6 +9,7 @@
 #ifndef INTRFS_SCENARIO_H
 #define INTRFS_SCENARIO_H
 
+#include <intrfs/region.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -31,6 +32,32 @@ enum scn_op {
 	OP_MKDIR,
 	OP_STAT,
 	OP_LOCK,
+	OP_COPYUP,
+};
+
+/*
+ * The calls a workload process makes, by which it reports the one that
+ * failed (struct work_report's call, expect call=); scn_call_name() names
+ * them.
+ */
+enum scn_call {
+	CALL_OPEN,
+	CALL_READ,
+	CALL_WRITE,
+	CALL_FSYNC,
+	CALL_CLOSE,
+	CALL_UNLINK,
+	CALL_RENAME,
+	CALL_OPENDIR,
+	CALL_READDIR,
+	CALL_CLOSEDIR,
+	CALL_MKDIR,
+	CALL_STAT,
+	CALL_FLOCK,
+	CALL_FCNTL,
+	CALL_REGION, /* region_caller_begin(), before time 0 */
+	CALL_HOLDER, /* lock: the holder process could not take the lock */
+	CALL_CHECK, /* lock: whether the lock is held could not be told */
 };
 
 enum scn_fault_kind {
@@ -91,6 +118,15 @@ struct scenario {
 	/* lock: a whole-file flock() rather than fcntl(F_SETLKW) */
 	bool flock;
 	uint64_t hold_ns; /* lock: how long past time 0 the holder keeps it */
+	/* copyup: upper and work directories on the intrfs mount, not local */
+	bool upper_intrfs;
+	/*
+	 * A caller region each process declares on the intrfs mount before
+	 * time 0 (region_caller_begin()), lasting until it ends.
+	 */
+	bool has_region;
+	enum region_kind region_kind;
+	char region_reason[REGION_CALLER_REASON_MAX];
 	/* faults */
 	struct scn_fault faults[SCN_FAULTS_MAX];
 	unsigned nfaults;
@@ -102,6 +138,9 @@ struct scenario {
 	/* expectations */
 	int results[SCN_ALTS_MAX]; /* RES_OK, RES_KILLED or an errno */
 	unsigned nresults;
+	/* The call that failed ("none": none did; a signal's name: killed). */
+	char calls[SCN_ALTS_MAX][16];
+	unsigned ncalls;
 	struct scn_bound latency_max, latency_min, elapsed_max, elapsed_min;
 	bool resets_eq_set, resets_min_set, resets_max_set;
 	unsigned resets_eq, resets_min, resets_max;
@@ -124,6 +163,9 @@ void scn_copy(char *dst, size_t len, const char *src);
 void scn_print(const struct scenario *s, FILE *out);
 
 const char *scn_op_name(enum scn_op op);
+const char *scn_call_name(enum scn_call call);
+/* "killable" or "uninterruptible". */
+const char *scn_region_kind_name(enum region_kind kind);
 const char *scn_state_name(enum scn_state st);
 /* "ok", "killed", "hung" or the errno's name ("EINTR"). */
 const char *scn_result_name(int res);
@@ -146,6 +188,18 @@ struct work_report {
 	bool lock_held;
 };
 
+/*
+ * Where a workload process works: dir holds its files (the mount, or the
+ * overlay's merged directory); mnt is the intrfs mount it declares its
+ * region on (NULL: none is declared, as under the kernel's client); upper
+ * and work are copyup's directories.
+ */
+struct work_dirs {
+	const char *dir;
+	const char *mnt;
+	const char *upper, *work;
+};
+
 /* The files of process k, relative to the scenario's directory. */
 void work_names(const struct scenario *s, unsigned k, char *a, char *b,
 		size_t len);
@@ -159,14 +213,21 @@ unsigned char work_new_byte(unsigned k, uint64_t off);
  */
 const char *work_lock_state(const struct work_report *rep, enum scn_state want,
 			    char *buf, size_t len, const char **seen);
-/* Prepares process k's old state below dir (the export, seen locally). */
-int work_prepare(const struct scenario *s, const char *dir, unsigned k);
 /*
- * The child's body: installs the signal action, gets ready below dir (the
- * mount), writes a byte to ready_fd, waits for a byte on go_fd, runs the
- * op and writes a struct work_report to report_fd.  Never returns.
+ * Prepares process k's old state below dir (the export, seen locally);
+ * for copyup with upper=intrfs, process 0 makes the empty upper/ and
+ * work/ there too.
  */
-void work_child(const struct scenario *s, const char *dir, unsigned k,
+int work_prepare(const struct scenario *s, const char *dir, unsigned k);
+/* Makes base/upper and base/work, empty, for copyup. */
+int work_copyup_dirs(const char *base);
+/*
+ * The child's body: installs the signal action, declares its region,
+ * gets ready in d (opens what it needs), writes a byte to ready_fd, waits
+ * for a byte on go_fd, runs the op and writes a struct work_report to
+ * report_fd.  Never returns.
+ */
+void work_child(const struct scenario *s, const struct work_dirs *d, unsigned k,
 		int ready_fd, int go_fd, int report_fd);
 /*
  * Checks process k's files below dir (the export) against want (ST_NEW,
@@ -178,6 +239,20 @@ void work_child(const struct scenario *s, const char *dir, unsigned k,
 const char *work_check(const struct scenario *s, const char *dir, unsigned k,
 		       enum scn_state want, char *buf, size_t len,
 		       const char **seen);
+
+/*
+ * Checks what process k's copy-up left: the lower file below dir (the
+ * export) unchanged, and upper and work (as the check sees them: locally,
+ * or the export's) against want, as work_check() does: "new" when upper
+ * holds the final file with the lower file's bytes and nothing else of
+ * k's, "old" when it holds nothing of k's.  *work_left counts k's
+ * temporaries left in work, which only a killed process may leave.
+ */
+const char *work_copyup_check(const struct scenario *s, const char *dir,
+			      const char *upper, const char *work, unsigned k,
+			      enum scn_state want, bool killed, char *buf,
+			      size_t len, const char **seen,
+			      unsigned *work_left);
 
 /* The rig: what a scenario runs against. */
 struct rig_server {
@@ -223,6 +298,8 @@ struct rig {
 	/* The daemon's first hung-task report (its watchdog, hung_timeout=),
 	 * kept from the log before the log goes; "" if none. */
 	char hung[1024];
+	/* copyup, upper=local: upper/ and work/ in cu; "" if none */
+	char cu[128];
 	/* overlay: upper/, work/ and merged/ in ovl; merged is mounted */
 	char ovl[128];
 	bool ovl_mounted;
@@ -239,6 +316,13 @@ struct rig {
  */
 int rig_overlay_mount(struct rig *r, char *err, size_t len);
 void rig_overlay_umount(struct rig *r);
+/*
+ * copyup's local upper and work directories, r->cu/upper and r->cu/work,
+ * made empty in the run's directory; 0 or -1 (why in err).
+ * rig_copyup_remove() removes them with what is in them.
+ */
+int rig_copyup_make(struct rig *r, char *err, size_t len);
+void rig_copyup_remove(struct rig *r);
 /* Where the workload runs: the overlay's merged directory, or the mount. */
 const char *rig_work_dir(const struct rig *r, char *buf, size_t len);
 

@@ -1,12 +1,16 @@
 /*
  * The workload: what each process of a scenario does, the old state the
  * runner prepares on the export before it, and the check of the export
- * after it.  Process k's files are its own (p<k>.a, p<k>.b): an old byte
- * and a new byte differ at every offset, so a written file shows byte by
- * byte what reached the server.
+ * after it.  Process k's files are its own (p<k>.a, p<k>.b; copyup's
+ * p<k>.a in the upper directory and p<k>.a.tmp in the work directory): an
+ * old byte and a new byte differ at every offset, so a written file shows
+ * byte by byte what reached the server.
  */
 #include "scenario.h"
 
+#include <intrfs/region.h>
+
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -94,6 +98,11 @@ int work_prepare(const struct scenario *s, const char *dir, unsigned k)
 	case OP_RENAME:
 		return write_old_file(join(dir, a, path, sizeof(path)), s->size,
 				      k);
+	case OP_COPYUP:
+		if (k == 0 && s->upper_intrfs && work_copyup_dirs(dir) < 0)
+			return -1;
+		return write_old_file(join(dir, a, path, sizeof(path)), s->size,
+				      k);
 	case OP_LOCK:
 		return write_old_file(join(dir, a, path, sizeof(path)), 1, k);
 	case OP_READDIR:
@@ -113,6 +122,19 @@ int work_prepare(const struct scenario *s, const char *dir, unsigned k)
 	case OP_MKDIR:
 		return 0;
 	}
+	return 0;
+}
+
+int work_copyup_dirs(const char *base)
+{
+	char path[SCN_TEXT_MAX + 64];
+
+	/* 0777: the workload's processes write there through the mount. */
+	if (mkdir(join(base, "upper", path, sizeof(path)), 0777) < 0 ||
+	    chmod(path, 0777) < 0 ||
+	    mkdir(join(base, "work", path, sizeof(path)), 0777) < 0 ||
+	    chmod(path, 0777) < 0)
+		return -1;
 	return 0;
 }
 
@@ -150,12 +172,12 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static void fail(struct work_report *r, const char *call, int err)
+static void fail(struct work_report *r, enum scn_call call, int err)
 {
 	if (r->result != RES_OK)
 		return;
 	r->result = err ? err : EIO;
-	snprintf(r->call, sizeof(r->call), "%s", call);
+	snprintf(r->call, sizeof(r->call), "%s", scn_call_name(call));
 }
 
 static void do_read(const struct scenario *s, unsigned k, int fd,
@@ -169,7 +191,7 @@ static void do_read(const struct scenario *s, unsigned k, int fd,
 		ssize_t n = read(fd, buf, want);
 
 		if (n < 0) {
-			fail(r, "read", errno);
+			fail(r, CALL_READ, errno);
 			return;
 		}
 		if (n == 0)
@@ -195,13 +217,13 @@ static void do_write(const struct scenario *s, unsigned k, int fd,
 		fill(buf, want, k, r->done, true);
 		n = write(fd, buf, want);
 		if (n < 0) {
-			fail(r, "write", errno);
+			fail(r, CALL_WRITE, errno);
 			return;
 		}
 		r->done += (uint64_t)n;
 	}
 	if (s->op == OP_FSYNC && fsync(fd) < 0)
-		fail(r, "fsync", errno);
+		fail(r, CALL_FSYNC, errno);
 }
 
 static void do_readdir(const struct scenario *s, const char *path,
@@ -211,7 +233,7 @@ static void do_readdir(const struct scenario *s, const char *path,
 	struct dirent *e;
 
 	if (!d) {
-		fail(r, "opendir", errno);
+		fail(r, CALL_OPENDIR, errno);
 		return;
 	}
 	for (;;) {
@@ -223,9 +245,9 @@ static void do_readdir(const struct scenario *s, const char *path,
 			r->done++;
 	}
 	if (errno)
-		fail(r, "readdir", errno);
+		fail(r, CALL_READDIR, errno);
 	if (closedir(d) < 0)
-		fail(r, "closedir", errno);
+		fail(r, CALL_CLOSEDIR, errno);
 	r->data_ok = r->done == s->entries;
 }
 
@@ -315,14 +337,114 @@ static void do_lock(const struct scenario *s, const char *path, int fd,
 	err = s->flock ? (flock(fd, LOCK_EX) == 0 ? 0 : errno) :
 			 whole_lock(fd, F_SETLKW);
 	if (err)
-		fail(r, s->flock ? "flock" : "fcntl", err);
+		fail(r, s->flock ? CALL_FLOCK : CALL_FCNTL, err);
 	/* The end of the call: what follows is the check. */
 	r->end_ns = now_ns();
 	waitpid(holder, NULL, 0);
 	taken = lock_taken(path);
 	if (taken < 0)
-		fail(r, "check", EIO);
+		fail(r, CALL_CHECK, EIO);
 	r->lock_held = taken == 1;
+}
+
+/*
+ * Copy-up as overlayfs does it (ovl_copy_up_file() into a temporary of
+ * its work directory, then a rename into the upper one), in user space:
+ * the lower file, open since before time 0, read in chunks into
+ * work/p<k>.a.tmp, which is synced, closed and renamed to upper/p<k>.a.
+ * On an error the temporary goes, as overlayfs cleans up after a failed
+ * copy-up, so a process that ended itself leaves nothing half done; only
+ * a killed one may leave its temporary.
+ */
+static void do_copyup(const struct scenario *s, const struct work_dirs *d,
+		      unsigned k, int lower, unsigned char *buf,
+		      struct work_report *r)
+{
+	char a[32], b[32], tmp[SCN_TEXT_MAX + 80], fin[SCN_TEXT_MAX + 64];
+	int fd;
+
+	work_names(s, k, a, b, sizeof(a));
+	snprintf(tmp, sizeof(tmp), "%s/%s.tmp", d->work, a);
+	join(d->upper, a, fin, sizeof(fin));
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		fail(r, CALL_OPEN, errno);
+		return;
+	}
+	while (r->done < s->size) {
+		size_t want = s->size - r->done < s->chunk ?
+				      (size_t)(s->size - r->done) :
+				      (size_t)s->chunk;
+		ssize_t n = read(lower, buf, want);
+
+		if (n < 0) {
+			fail(r, CALL_READ, errno);
+			goto out_unlink;
+		}
+		/* A short lower file: the check finds the copy short. */
+		if (n == 0)
+			break;
+		for (ssize_t off = 0; off < n;) {
+			ssize_t w = write(fd, buf + off, (size_t)(n - off));
+
+			if (w <= 0) {
+				fail(r, CALL_WRITE, w < 0 ? errno : EIO);
+				goto out_unlink;
+			}
+			off += w;
+		}
+		r->done += (uint64_t)n;
+	}
+	if (fsync(fd) < 0) {
+		fail(r, CALL_FSYNC, errno);
+		goto out_unlink;
+	}
+	if (close(fd) < 0) {
+		fd = -1;
+		fail(r, CALL_CLOSE, errno);
+		goto out_unlink;
+	}
+	fd = -1;
+	if (rename(tmp, fin) < 0) {
+		fail(r, CALL_RENAME, errno);
+		goto out_unlink;
+	}
+	return;
+
+out_unlink:
+	if (fd >= 0)
+		close(fd);
+	/*
+	 * A signal that came for the failed call must not leave the
+	 * temporary behind: a handled one can interrupt this unlink too.
+	 * ENOENT: a rename that failed after the server made it.
+	 */
+	for (int i = 0; i < 100 && unlink(tmp) < 0 && errno == EINTR; i++)
+		;
+}
+
+/*
+ * The process's caller region on the intrfs mount, before time 0: every
+ * request it makes to the mount from then on runs inside it.  d->mnt is
+ * the mount itself: overlayfs does not pass the ioctl down to its lower
+ * layer.  The directory stays open as long as the region, which ends
+ * with the process.
+ */
+static void declare_region(const struct scenario *s, const struct work_dirs *d,
+			   struct work_report *r)
+{
+	int fd, rc;
+
+	if (!s->has_region || !d->mnt)
+		return;
+	fd = open(d->mnt, O_RDONLY | O_DIRECTORY);
+	if (fd < 0) {
+		fail(r, CALL_REGION, errno);
+		return;
+	}
+	rc = region_caller_begin(fd, s->region_kind, s->region_reason);
+	if (rc < 0)
+		fail(r, CALL_REGION, -rc);
 }
 
 const char *work_lock_state(const struct work_report *rep, enum scn_state want,
@@ -341,7 +463,7 @@ const char *work_lock_state(const struct work_report *rep, enum scn_state want,
 	return got;
 }
 
-void work_child(const struct scenario *s, const char *dir, unsigned k,
+void work_child(const struct scenario *s, const struct work_dirs *d, unsigned k,
 		int ready_fd, int go_fd, int report_fd)
 {
 	struct work_report r = { .result = RES_OK };
@@ -353,31 +475,36 @@ void work_child(const struct scenario *s, const char *dir, unsigned k,
 	char c = 'r';
 
 	install(s);
+	declare_region(s, d, &r);
 	work_names(s, k, a, b, sizeof(a));
-	join(dir, a, pa, sizeof(pa));
-	join(dir, b, pb, sizeof(pb));
-	if (s->op == OP_READ || s->op == OP_WRITE || s->op == OP_FSYNC) {
-		flags = s->op == OP_READ ? O_RDONLY : O_WRONLY;
+	join(d->dir, a, pa, sizeof(pa));
+	join(d->dir, b, pb, sizeof(pb));
+	if (s->op == OP_READ || s->op == OP_WRITE || s->op == OP_FSYNC ||
+	    s->op == OP_COPYUP) {
+		flags = s->op == OP_READ || s->op == OP_COPYUP ? O_RDONLY :
+								 O_WRONLY;
 		if (s->direct)
 			flags |= O_DIRECT;
 		if (posix_memalign((void **)&buf, ALIGN,
 				   (size_t)s->chunk + ALIGN) != 0)
 			_exit(120);
-		fd = open(pa, flags);
-		if (fd < 0)
-			fail(&r, "open", errno);
+		if (r.result == RES_OK) {
+			fd = open(pa, flags);
+			if (fd < 0)
+				fail(&r, CALL_OPEN, errno);
+		}
 	}
-	if (s->op == OP_LOCK) {
+	if (s->op == OP_LOCK && r.result == RES_OK) {
 		fd = open(pa, O_RDWR);
 		if (fd < 0)
-			fail(&r, "open", errno);
+			fail(&r, CALL_OPEN, errno);
 		else if ((holder = start_holder(pa, s->hold_ns, &hgo)) < 0)
-			fail(&r, "holder", EAGAIN);
+			fail(&r, CALL_HOLDER, EAGAIN);
 	}
 	if (write(ready_fd, &c, 1) != 1 || read(go_fd, &c, 1) != 1)
 		_exit(121);
 	if (hgo >= 0 && write(hgo, &c, 1) != 1)
-		fail(&r, "holder", EPIPE);
+		fail(&r, CALL_HOLDER, EPIPE);
 	if (r.result == RES_OK) {
 		switch (s->op) {
 		case OP_READ:
@@ -390,37 +517,41 @@ void work_child(const struct scenario *s, const char *dir, unsigned k,
 		case OP_CREATE:
 			fd = open(pa, O_CREAT | O_EXCL | O_WRONLY, 0644);
 			if (fd < 0)
-				fail(&r, "open", errno);
+				fail(&r, CALL_OPEN, errno);
 			break;
 		case OP_REMOVE:
 			if (unlink(pa) < 0)
-				fail(&r, "unlink", errno);
+				fail(&r, CALL_UNLINK, errno);
 			break;
 		case OP_RENAME:
 			if (rename(pa, pb) < 0)
-				fail(&r, "rename", errno);
+				fail(&r, CALL_RENAME, errno);
 			break;
 		case OP_READDIR:
 			do_readdir(s, pa, &r);
 			break;
 		case OP_MKDIR:
 			if (mkdir(pa, 0755) < 0)
-				fail(&r, "mkdir", errno);
+				fail(&r, CALL_MKDIR, errno);
 			break;
 		case OP_STAT:
 			if (stat(pa, &st) < 0)
-				fail(&r, "stat", errno);
+				fail(&r, CALL_STAT, errno);
 			else
 				r.data_ok = (uint64_t)st.st_size == s->size;
 			break;
 		case OP_LOCK:
 			do_lock(s, pa, fd, holder, &r);
 			break;
+		case OP_COPYUP:
+			do_copyup(s, d, k, fd, buf, &r);
+			break;
 		}
 		if (s->op != OP_LOCK && fd >= 0 && close(fd) < 0)
-			fail(&r, "close", errno);
+			fail(&r, CALL_CLOSE, errno);
 	}
-	if (s->op != OP_LOCK)
+	/* A lock's call ended before its check (do_lock()). */
+	if (!r.end_ns)
 		r.end_ns = now_ns();
 	r.sigs = (unsigned)sigs_seen;
 	if (write(report_fd, &r, sizeof(r)) != (ssize_t)sizeof(r))
@@ -543,6 +674,10 @@ const char *work_check(const struct scenario *s, const char *dir, unsigned k,
 	case OP_LOCK:
 		/* What a lock leaves is the report's: work_lock_state(). */
 		return *seen = "unchanged";
+	case OP_COPYUP:
+		/* Its upper and work directories: work_copyup_check(). */
+		snprintf(buf, len, "copyup is checked by work_copyup_check()");
+		return NULL;
 	case OP_MKDIR:
 		got = exists(pa, S_IFDIR) ? "new" : "old";
 		break;
@@ -583,6 +718,123 @@ const char *work_check(const struct scenario *s, const char *dir, unsigned k,
 	if ((want == ST_NEW && strcmp(got, "new") != 0) ||
 	    (want == ST_OLD && strcmp(got, "old") != 0)) {
 		snprintf(buf, len, "the export is %s, not %s", got,
+			 scn_state_name(want));
+		return NULL;
+	}
+	return got;
+}
+
+/* The process a name of the upper or work directory is of ("p<k>."), or -1. */
+static int owner_of(const char *name, unsigned procs)
+{
+	char *end;
+	unsigned long k;
+
+	if (name[0] != 'p' || !isdigit((unsigned char)name[1]))
+		return -1;
+	k = strtoul(name + 1, &end, 10);
+	return *end == '.' && k < procs ? (int)k : -1;
+}
+
+/*
+ * Process k's names in dir: *mine counts them, and *other is set to the
+ * first name there of no process (none: "").  -1 when dir cannot be read.
+ */
+static int scan_dir(const char *dir, unsigned procs, unsigned k, unsigned *mine,
+		    char *other, size_t olen)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+
+	*mine = 0;
+	other[0] = '\0';
+	if (!d)
+		return -1;
+	while ((e = readdir(d))) {
+		int o = owner_of(e->d_name, procs);
+
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if (o == (int)k)
+			(*mine)++;
+		else if (o < 0 && !other[0])
+			snprintf(other, olen, "%s", e->d_name);
+	}
+	closedir(d);
+	return 0;
+}
+
+const char *work_copyup_check(const struct scenario *s, const char *dir,
+			      const char *upper, const char *work, unsigned k,
+			      enum scn_state want, bool killed, char *buf,
+			      size_t len, const char **seen,
+			      unsigned *work_left)
+{
+	char a[32], b[32], path[SCN_TEXT_MAX + 64], other[256];
+	const char *got, *bytes;
+	unsigned in_upper;
+
+	*seen = NULL;
+	*work_left = 0;
+	work_names(s, k, a, b, sizeof(a));
+	/* Copy-up reads the lower file; nothing may change it. */
+	bytes = check_bytes(s, join(dir, a, path, sizeof(path)), k, buf, len);
+	if (!bytes)
+		return NULL;
+	if (strcmp(bytes, "old") != 0) {
+		snprintf(buf, len, "the lower file %s changed (%s)", path,
+			 bytes);
+		return NULL;
+	}
+	if (scan_dir(work, s->procs, k, work_left, other, sizeof(other)) < 0) {
+		snprintf(buf, len, "%s: %s", work, strerror(errno));
+		return NULL;
+	}
+	if (*work_left && !killed) {
+		snprintf(buf, len,
+			 "%s keeps %u temporar%s of process %u, which ended "
+			 "itself",
+			 work, *work_left, *work_left == 1 ? "y" : "ies", k);
+		return NULL;
+	}
+	if (other[0]) {
+		snprintf(buf, len, "%s holds %s, no process's", work, other);
+		return NULL;
+	}
+	if (scan_dir(upper, s->procs, k, &in_upper, other, sizeof(other)) < 0) {
+		snprintf(buf, len, "%s: %s", upper, strerror(errno));
+		return NULL;
+	}
+	if (other[0]) {
+		snprintf(buf, len, "%s holds %s, no process's", upper, other);
+		return NULL;
+	}
+	join(upper, a, path, sizeof(path));
+	if (in_upper == 0) {
+		got = "old";
+	} else if (in_upper > 1 || !exists(path, S_IFREG)) {
+		snprintf(buf, len,
+			 "%s holds a name of process %u other than %s (%u "
+			 "in all)",
+			 upper, k, a, in_upper);
+		return NULL;
+	} else {
+		/* The copy is whole when it holds the lower (old) bytes. */
+		bytes = check_bytes(s, path, k, buf, len);
+		if (!bytes)
+			return NULL;
+		if (strcmp(bytes, "old") != 0) {
+			snprintf(buf, len,
+				 "%s is not the lower file's bytes (%s)", path,
+				 bytes);
+			return NULL;
+		}
+		got = "new";
+	}
+	*seen = got;
+	if ((want == ST_NEW && strcmp(got, "new") != 0) ||
+	    (want == ST_OLD && strcmp(got, "old") != 0)) {
+		snprintf(buf, len, "the upper directory is %s, not %s", got,
 			 scn_state_name(want));
 		return NULL;
 	}
