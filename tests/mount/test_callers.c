@@ -434,6 +434,21 @@ TEST_IMPL(callers_region_uninterruptible_sigkill)
 	return 0;
 }
 
+TEST_IMPL(callers_sigmask_uninterruptible_sigkill)
+{
+	caller_row("hard,killable,policy=sigmask", REGION_UNINTERRUPTIBLE,
+		   SIGKILL, KILLED_LATE);
+	return 0;
+}
+
+/* A handled signal waits too: the read completes, the handler after. */
+TEST_IMPL(callers_region_uninterruptible_sigint)
+{
+	caller_row("hard,intr,policy=region", REGION_UNINTERRUPTIBLE, SIGINT,
+		   COMPLETES);
+	return 0;
+}
+
 TEST_IMPL(callers_percall_uninterruptible_sigkill)
 {
 	caller_row("hard,killable,policy=percall", REGION_UNINTERRUPTIBLE,

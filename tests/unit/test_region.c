@@ -12,6 +12,7 @@
 #include "intrfs/region.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <semaphore.h>
@@ -784,5 +785,84 @@ TEST_IMPL(region_policy_names)
 	ASSERT_EQ(region_policy_parse("Region", &p), -EINVAL);
 	ASSERT_EQ(region_policy_parse("", &p), -EINVAL);
 	ASSERT_STR_EQ(region_policy_name(REGION_POLICY_SIGMASK), "sigmask");
+	return 0;
+}
+
+/*
+ * A region whose site the caller made (region_begin_at): it nests with the
+ * macros' regions and is enforced like them; under percall, recorded only.
+ */
+struct at_arg {
+	enum region_policy policy;
+	task_t *task;
+	int rc;
+	unsigned u, k;
+};
+
+static const struct region_site at_site = { REGION_KILLABLE, "caller's",
+					    "caller", 0, "test" };
+
+static void *at_worker(void *arg)
+{
+	struct at_arg *a = arg;
+
+	task_enter(a->task);
+	region_begin_at(&at_site);
+	region_begin_uninterruptible("inner");
+	region_depths(&a->u, &a->k);
+	region_end_uninterruptible();
+	task_interrupt(a->task, TASK_INTR_NORMAL);
+	a->rc = task_sleep(20000000, TASK_INTERRUPTIBLE);
+	region_end_at(&at_site);
+	task_flush_interrupts(a->task);
+	task_leave(a->task);
+	return NULL;
+}
+
+TEST_IMPL(region_begin_at_nests)
+{
+	for (int p = REGION_POLICY_PERCALL; p <= REGION_POLICY_SIGMASK; p++) {
+		struct task_attr attr = { "at", (enum region_policy)p, NULL };
+		struct at_arg a = { (enum region_policy)p, NULL, 1, 0, 0 };
+		pthread_t th;
+
+		a.task = task_create(&attr);
+		ASSERT_NOT_NULL(a.task);
+		ASSERT_EQ(pthread_create(&th, NULL, at_worker, &a), 0);
+		pthread_join(th, NULL);
+		ASSERT_EQ(a.u, 1);
+		ASSERT_EQ(a.k, 1);
+		/* Killable: a normal interrupt waits, but under percall. */
+		ASSERT_EQ(a.rc, p == REGION_POLICY_PERCALL ? -EINTR : 0);
+		task_put(a.task);
+	}
+	return 0;
+}
+
+/*
+ * Caller regions off an intrfs mount: the ABI's size and number are
+ * fixed, an unknown kind never leaves the library, and a file of another
+ * filesystem, an O_PATH descriptor or a closed one are refused by the
+ * kernel (the mount tests do the rest on a real mount).
+ */
+TEST_IMPL(region_caller_off_mount)
+{
+	char tmp[] = "/tmp/intrfs-unit-ioc.XXXXXX";
+	int fd = mkstemp(tmp), path;
+
+	ASSERT_GE(fd, 0);
+	unlink(tmp);
+	ASSERT_EQ(sizeof(struct region_caller_ioc), 80);
+	ASSERT_EQ(REGION_CALLER_IOC, 0xc050724cu);
+	ASSERT_EQ(region_caller_begin(fd, REGION_KILLABLE, "x"), -ENOTTY);
+	ASSERT_EQ(region_caller_end(fd, REGION_UNINTERRUPTIBLE), -ENOTTY);
+	ASSERT_EQ(region_caller_begin(fd, (enum region_kind)0, "x"), -EINVAL);
+	ASSERT_EQ(region_caller_end(fd, (enum region_kind)3), -EINVAL);
+	path = open("/tmp", O_PATH);
+	ASSERT_GE(path, 0);
+	ASSERT_EQ(region_caller_begin(path, REGION_KILLABLE, "x"), -EBADF);
+	close(path);
+	close(fd);
+	ASSERT_EQ(region_caller_begin(fd, REGION_KILLABLE, "x"), -EBADF);
 	return 0;
 }
