@@ -12,7 +12,8 @@
  *   tasks   every request in flight: its op, caller, age, the wait its
  *           task is in (per-call mode and what the regions and the policy
  *           made of it), its pending interrupt and how long it has been
- *           deferred, and its region stack (kind, reason, call site, age)
+ *           deferred, and its region stack (kind, reason, call site, age;
+ *           a caller's region (callers.c) with the caller's thread)
  *   stats   the transport's counters, the daemon's, and the region API's
  *           (interrupts raised, delivered, deferred, dropped, overall and
  *           by policy; deferral times), and per NFS procedure the

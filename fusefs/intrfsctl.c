@@ -44,7 +44,7 @@ static void usage(FILE *f)
 		"held\n"
 		"               back, and its region stack (kind, reason, call "
 		"site,\n"
-		"               age)\n"
+		"               age; the caller's own regions outermost)\n"
 		"  stats        the transport's counters (calls, retransmits, "
 		"major\n"
 		"               timeouts, resets, resets from interrupted "
