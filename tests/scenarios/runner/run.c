@@ -133,8 +133,13 @@ static int start_procs(const struct scenario *s, struct rig *r,
 	struct work_dirs d = { .upper = upper, .work = work };
 
 	d.dir = rig_work_dir(r, dir, sizeof(dir));
-	/* The kernel's client has no caller regions: none is declared. */
+	/*
+	 * The kernel's client has no caller regions: none is declared, but
+	 * on a kernel with regions, which a process holds with prctl().
+	 */
 	d.mnt = r->kernel ? NULL : r->mnt;
+	d.kernel_regions = r->kernel && s->has_region &&
+			   work_kernel_has_regions();
 	copyup_dirs(s, r, false, upper, work, sizeof(upper));
 
 	for (unsigned k = 0; k < s->procs; k++) {
@@ -754,8 +759,9 @@ static void print_line(const struct scenario *s, const struct outcome *o)
 
 /*
  * The scenario's region: under the kernel's client, which has no caller
- * regions, it is not declared (the same file runs there) and is named
- * among what the kernel did not get.
+ * regions, it is held with prctl(PR_REGION) on a kernel with the regions
+ * series, else not declared (the same file runs there) and named among
+ * what the kernel did not get.
  */
 static void note_region(const struct scenario *s, struct rig *r)
 {
@@ -763,7 +769,13 @@ static void note_region(const struct scenario *s, struct rig *r)
 
 	if (!s->has_region)
 		return;
-	if (r->kernel) {
+	if (r->kernel && work_kernel_has_regions()) {
+		if (r->verbose)
+			fprintf(stderr,
+				"  . each process holds a %s region (%s) "
+				"with prctl(PR_REGION)\n",
+				kind, s->region_reason);
+	} else if (r->kernel) {
 		snprintf(r->dropped + strlen(r->dropped),
 			 sizeof(r->dropped) - strlen(r->dropped), "%sregion %s",
 			 r->dropped[0] ? "," : "", kind);

@@ -198,7 +198,12 @@ struct work_dirs {
 	const char *dir;
 	const char *mnt;
 	const char *upper, *work;
+	/* The kernel's client on a kernel with regions: prctl(PR_REGION). */
+	bool kernel_regions;
 };
+
+/* Whether this kernel has regions held from user space (PR_REGION). */
+bool work_kernel_has_regions(void);
 
 /* The files of process k, relative to the scenario's directory. */
 void work_names(const struct scenario *s, unsigned k, char *a, char *b,

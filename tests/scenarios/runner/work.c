@@ -424,18 +424,51 @@ out_unlink:
 }
 
 /*
+ * Linux with the regions series (kernel/patches/): a region held from user
+ * space applies to the sleeps of the process's system calls, as a caller
+ * region on an intrfs mount applies to its requests.
+ */
+#ifndef PR_REGION
+#define PR_REGION 0x52474e53
+#define PR_REGION_BEGIN 1
+#define PR_REGION_END 2
+#define PR_REGION_KILLABLE 1
+#define PR_REGION_UNINTERRUPTIBLE 2
+#endif
+
+bool work_kernel_has_regions(void)
+{
+	if (prctl(PR_REGION, PR_REGION_BEGIN, PR_REGION_KILLABLE, 0, 0) < 0)
+		return false;
+	prctl(PR_REGION, PR_REGION_END, PR_REGION_KILLABLE, 0, 0);
+	return true;
+}
+
+/*
  * The process's caller region on the intrfs mount, before time 0: every
  * request it makes to the mount from then on runs inside it.  d->mnt is
  * the mount itself: overlayfs does not pass the ioctl down to its lower
  * layer.  The directory stays open as long as the region, which ends
- * with the process.
+ * with the process.  On a kernel with regions, the kernel's client gets
+ * the same region through prctl(PR_REGION).
  */
 static void declare_region(const struct scenario *s, const struct work_dirs *d,
 			   struct work_report *r)
 {
 	int fd, rc;
 
-	if (!s->has_region || !d->mnt)
+	if (!s->has_region)
+		return;
+	if (d->kernel_regions) {
+		if (prctl(PR_REGION, PR_REGION_BEGIN,
+			  s->region_kind == REGION_UNINTERRUPTIBLE ?
+				  PR_REGION_UNINTERRUPTIBLE :
+				  PR_REGION_KILLABLE,
+			  0, 0) < 0)
+			fail(r, CALL_REGION, errno);
+		return;
+	}
+	if (!d->mnt)
 		return;
 	fd = open(d->mnt, O_RDONLY | O_DIRECTORY);
 	if (fd < 0) {
