@@ -192,9 +192,10 @@ int main(int argc, char **argv)
 				 optarg);
 			break;
 		case O_CLIENT:
-			if (!strcmp(optarg, "kernel"))
+			if (!strcmp(optarg, "kernel")) {
 				rig.kernel = true;
-			else if (strcmp(optarg, "intrfs"))
+				rig.kernel_regions = work_kernel_has_regions();
+			} else if (strcmp(optarg, "intrfs"))
 				return usage_error("--client: '%s' is neither "
 						   "intrfs nor kernel",
 						   optarg);

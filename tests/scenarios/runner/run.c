@@ -134,12 +134,11 @@ static int start_procs(const struct scenario *s, struct rig *r,
 
 	d.dir = rig_work_dir(r, dir, sizeof(dir));
 	/*
-	 * The kernel's client has no caller regions: none is declared, but
-	 * on a kernel with regions, which a process holds with prctl().
+	 * The kernel's client has no caller regions: a region line is held
+	 * with prctl(PR_REGION) where the kernel has it, else dropped.
 	 */
 	d.mnt = r->kernel ? NULL : r->mnt;
-	d.kernel_regions = r->kernel && s->has_region &&
-			   work_kernel_has_regions();
+	d.kernel_regions = r->kernel_regions;
 	copyup_dirs(s, r, false, upper, work, sizeof(upper));
 
 	for (unsigned k = 0; k < s->procs; k++) {
@@ -769,7 +768,7 @@ static void note_region(const struct scenario *s, struct rig *r)
 
 	if (!s->has_region)
 		return;
-	if (r->kernel && work_kernel_has_regions()) {
+	if (r->kernel_regions) {
 		if (r->verbose)
 			fprintf(stderr,
 				"  . each process holds a %s region (%s) "

@@ -280,6 +280,8 @@ struct rig {
 	bool verbose;
 	/* The kernel's NFS client mounts, not intrfs (the oracle). */
 	bool kernel;
+	/* ... on a kernel with PR_REGION: a region line is held with it. */
+	bool kernel_regions;
 	char kernel_opts[SCN_TEXT_MAX * 3 + 256]; /* what mount(2) got */
 	char dropped[SCN_TEXT_MAX]; /* options the kernel does not have */
 	/*

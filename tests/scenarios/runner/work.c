@@ -8,6 +8,8 @@
  */
 #include "scenario.h"
 
+#include "pr_region.h"
+
 #include <intrfs/region.h>
 
 #include <ctype.h>
@@ -428,14 +430,6 @@ out_unlink:
  * space applies to the sleeps of the process's system calls, as a caller
  * region on an intrfs mount applies to its requests.
  */
-#ifndef PR_REGION
-#define PR_REGION 0x52474e53
-#define PR_REGION_BEGIN 1
-#define PR_REGION_END 2
-#define PR_REGION_KILLABLE 1
-#define PR_REGION_UNINTERRUPTIBLE 2
-#endif
-
 bool work_kernel_has_regions(void)
 {
 	if (prctl(PR_REGION, PR_REGION_BEGIN, PR_REGION_KILLABLE, 0, 0) < 0)
