@@ -144,7 +144,7 @@ static struct seen *jobs_seen(struct intrfs *fs, size_t *n)
 		}
 		v[*n].pid = j->tid;
 		v[*n].age_ns = now - j->start_ns;
-		task_snapshot(j->task, &v[*n].ti);
+		region_task_snapshot(j->task, &v[*n].ti);
 		/* The transport's lock is a leaf: fine under watch.lock. */
 		v[*n].ncalls = nc_client_task_calls(fs->nc, j->task,
 						    v[*n].calls, CALLS_SHOWN);
@@ -186,8 +186,8 @@ static void tasks_json(struct intrfs *fs, FILE *f)
 			fprintf(f,
 				",\"mode\":\"%s\",\"effective\":\"%s\","
 				"\"ms\":%" PRIu64 "}",
-				task_mode_name(ti->wait_mode),
-				task_mode_name(ti->wait_eff),
+				region_task_mode_name(ti->wait_mode),
+				region_task_mode_name(ti->wait_eff),
 				ti->wait_ns / 1000000);
 		}
 		fprintf(f, ",\"rpcs\":[");
@@ -249,8 +249,8 @@ static void tasks_table(struct intrfs *fs, FILE *f)
 		if (ti->waiting)
 			snprintf(wait, sizeof(wait),
 				 "%s %s as %s %" PRIu64 "ms", ti->wait_what,
-				 task_mode_name(ti->wait_mode),
-				 task_mode_name(ti->wait_eff),
+				 region_task_mode_name(ti->wait_mode),
+				 region_task_mode_name(ti->wait_eff),
 				 ti->wait_ns / 1000000);
 		else
 			snprintf(wait, sizeof(wait), "%s",

@@ -50,7 +50,7 @@ struct dirhandle *dir_open(void)
 		return NULL;
 	/* relaxed: nobody else sees d before the opendir is answered. */
 	atomic_store_explicit(&d->refs, 1, memory_order_relaxed);
-	task_mutex_init(&d->lock);
+	region_task_mutex_init(&d->lock);
 	return d;
 }
 
@@ -75,7 +75,7 @@ void dir_put(struct dirhandle *d)
 		return;
 	dir_clear(d);
 	free(d->ents);
-	task_mutex_destroy(&d->lock);
+	region_task_mutex_destroy(&d->lock);
 	free(d);
 }
 
@@ -211,7 +211,8 @@ static int fill(struct job *j, struct dirhandle *d, bool plus)
 
 int dir_read(struct job *j, struct dirhandle *d, bool plus)
 {
-	int rc = task_mutex_lock(&d->lock, TASK_INTERRUPTIBLE, TASK_FOREVER);
+	int rc = region_task_mutex_lock(&d->lock, TASK_INTERRUPTIBLE,
+					TASK_FOREVER);
 
 	if (rc)
 		return rc;
@@ -219,6 +220,6 @@ int dir_read(struct job *j, struct dirhandle *d, bool plus)
 		rc = dir_load(j, d, plus);
 	if (rc == 0)
 		rc = fill(j, d, plus);
-	task_mutex_unlock(&d->lock);
+	region_task_mutex_unlock(&d->lock);
 	return rc;
 }

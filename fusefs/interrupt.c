@@ -31,7 +31,7 @@
  * Lock order: libfuse's lock of a request (held around the callback)
  * before watch.lock, which is held while the watcher raises an interrupt
  * or answers, before libfuse's session lock (a reply) and the region
- * library's task locks (task_interrupt()).  Whoever sets a job's answered
+ * library's task locks (region_task_interrupt()).  Whoever sets a job's answered
  * flag first answers its request; nobody else touches it then.
  */
 #include "fusefs_i.h"
@@ -161,7 +161,7 @@ bool caller_in_chmod(pid_t tid)
 static void raised(struct job *j, unsigned kind)
 {
 	/*
-	 * relaxed: task_interrupt() carries the interrupt itself; the watcher
+	 * relaxed: region_task_interrupt() carries the interrupt itself; the watcher
 	 * reads this only to choose the jobs worth a look at /proc, and a
 	 * stale value costs one look more or one later.
 	 */
@@ -177,7 +177,7 @@ static void raised(struct job *j, unsigned kind)
 static void answer_eintr(struct job *j, enum task_intr kind)
 {
 	/* A lock request answers itself, once it left nothing waiting. */
-	if (j->self_answers || !task_wait_ends_on(j->task, kind) ||
+	if (j->self_answers || !region_task_wait_ends_on(j->task, kind) ||
 	    !job_take_answer(j))
 		return;
 	fs_count(&j->fs->stats.eintr_replies);
@@ -196,7 +196,7 @@ static void raise_fatal(struct job *j)
 	fs_count(&j->fs->stats.fatal_interrupts);
 	/* Answer while the wait is still there to see, then end it. */
 	answer_eintr(j, TASK_INTR_FATAL);
-	task_interrupt(j->task, TASK_INTR_FATAL);
+	region_task_interrupt(j->task, TASK_INTR_FATAL);
 }
 
 static void watcher_wake(struct intr_watch *w)
@@ -222,13 +222,13 @@ static void handle_interrupt(struct job *j)
 	 */
 	if (j->intr_mode == NC_INTR) {
 		answer_eintr(j, TASK_INTR_NORMAL);
-		task_interrupt(j->task, TASK_INTR_NORMAL);
+		region_task_interrupt(j->task, TASK_INTR_NORMAL);
 		/* relaxed: a hint; job_take_answer() decides. */
 		if (!atomic_load_explicit(&j->answered, memory_order_relaxed))
 			watcher_wake(&j->fs->watch);
 		return;
 	}
-	task_interrupt(j->task, TASK_INTR_NORMAL);
+	region_task_interrupt(j->task, TASK_INTR_NORMAL);
 	/* Held back, perhaps: the watcher reads whether it is fatal. */
 	watcher_wake(&j->fs->watch);
 }
@@ -255,7 +255,7 @@ static void on_interrupt(fuse_req_t req, void *data)
  */
 static bool caller_holds_fatal(const struct job *j)
 {
-	if (!j->ncaller || task_policy(j->task) == REGION_POLICY_PERCALL)
+	if (!j->ncaller || region_task_policy(j->task) == REGION_POLICY_PERCALL)
 		return false;
 	for (unsigned i = 0; i < j->ncaller; i++)
 		if (j->caller[i]->kind == REGION_UNINTERRUPTIBLE)

@@ -329,10 +329,10 @@ static int nfs_mount(struct intrfs *fs, const char *server, const char *path)
 		fprintf(stderr, PROG ": %s\n", err[0] ? err : strerror(-rc));
 		return rc;
 	}
-	t = task_create(&attr);
+	t = region_task_create(&attr);
 	if (!t)
 		return -ENOMEM;
-	task_enter(t);
+	region_task_enter(t);
 	nc_cred_self(&cred);
 	rc = nc_client_mount(fs->nc, path, &cred, &fs->root.fh, err,
 			     sizeof(err));
@@ -350,8 +350,8 @@ static int nfs_mount(struct intrfs *fs, const char *server, const char *path)
 			fs->root.fileid = a.fileid;
 		}
 	}
-	task_leave(t);
-	task_put(t);
+	region_task_leave(t);
+	region_task_put(t);
 	if (rc) {
 		fprintf(stderr, PROG ": mounting %s: %s\n", fs->source,
 			err[0] ? err : strerror(-rc));

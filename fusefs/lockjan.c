@@ -120,7 +120,7 @@ static void journal_reset(struct intrfs *fs)
 
 static void jan_wake(struct lock_state *L)
 {
-	task_cond_broadcast(&L->jan_cond);
+	region_task_cond_broadcast(&L->jan_cond);
 }
 
 /* Queues it (locks.lock held). */
@@ -163,29 +163,29 @@ void lk_jan_do(struct intrfs *fs, enum jan_op op, const struct nc_fh *fh,
 	it->fh = *fh;
 	it->lk = *lk;
 	it->cred = *cred;
-	task_mutex_lock_nofail(&L->lock);
+	region_task_mutex_lock_nofail(&L->lock);
 	it->detached = !wait || !L->running;
 	if (!L->running) {
 		/* No janitor (the mount is going): nothing can be done. */
-		task_mutex_unlock(&L->lock);
+		region_task_mutex_unlock(&L->lock);
 		free(it);
 		return;
 	}
 	lk_jan_queue(L, it);
 	while (wait && !it->done && rc == 0)
-		rc = task_cond_wait(&L->done_cond, &L->lock, TASK_KILLABLE,
-				    TASK_FOREVER);
+		rc = region_task_cond_wait(&L->done_cond, &L->lock,
+					   TASK_KILLABLE, TASK_FOREVER);
 	if (wait && !it->done)
 		it->detached = true; /* killed: the janitor goes on */
 	else if (wait)
 		free(it);
-	task_mutex_unlock(&L->lock);
+	region_task_mutex_unlock(&L->lock);
 }
 
 /* Sleeps ms in the janitor's task before it tries again. */
 static void jan_pause(struct lock_state *L, int64_t ms)
 {
-	int rc = task_sleep(ms * LK_MS, TASK_UNINTERRUPTIBLE);
+	int rc = region_task_sleep(ms * LK_MS, TASK_UNINTERRUPTIBLE);
 
 	(void)L;
 	(void)rc; /* uninterruptible: the time passed */
@@ -194,9 +194,9 @@ static void jan_pause(struct lock_state *L, int64_t ms)
 /* A call given up on (the mount went): the journal must stay. */
 static void jan_abandon(struct lock_state *L)
 {
-	task_mutex_lock_nofail(&L->lock);
+	region_task_mutex_lock_nofail(&L->lock);
 	L->abandoned++;
-	task_mutex_unlock(&L->lock);
+	region_task_mutex_unlock(&L->lock);
 }
 
 /* The range has gone from the server (or must be taken for gone). */
@@ -270,22 +270,23 @@ static void *janitor_main(void *arg)
 	struct lock_state *L = &fs->locks;
 	int rc;
 
-	task_enter(L->task);
-	task_mutex_lock_nofail(&L->lock);
+	region_task_enter(L->task);
+	region_task_mutex_lock_nofail(&L->lock);
 	for (;;) {
 		struct jan_item *it = L->queue;
 
 		if (!it) {
 			if (L->stop)
 				break;
-			rc = task_cond_wait(&L->jan_cond, &L->lock,
-					    TASK_UNINTERRUPTIBLE, TASK_FOREVER);
+			rc = region_task_cond_wait(&L->jan_cond, &L->lock,
+						   TASK_UNINTERRUPTIBLE,
+						   TASK_FOREVER);
 			(void)rc;
 			continue;
 		}
 		L->queue = it->next;
 		L->busy = true;
-		task_mutex_unlock(&L->lock);
+		region_task_mutex_unlock(&L->lock);
 		switch (it->op) {
 		case JAN_UNLOCK:
 			jan_unlock(fs, it);
@@ -300,18 +301,18 @@ static void *janitor_main(void *arg)
 			journal_recover(fs);
 			break;
 		}
-		task_mutex_lock_nofail(&L->lock);
+		region_task_mutex_lock_nofail(&L->lock);
 		L->busy = false;
 		it->done = true;
 		if (it->detached)
 			free(it);
-		task_cond_broadcast(&L->done_cond);
+		region_task_cond_broadcast(&L->done_cond);
 		/* Nothing held, nothing on its way: nothing to journal. */
 		if (!L->nranges && !L->queue)
 			journal_reset(fs);
 	}
-	task_mutex_unlock(&L->lock);
-	task_leave(L->task);
+	region_task_mutex_unlock(&L->lock);
+	region_task_leave(L->task);
 	return NULL;
 }
 
@@ -335,7 +336,7 @@ static void reclaim_all(struct intrfs *fs)
 	unsigned all = 0, lost = 0;
 
 	/* A copy of every range, its node pinned and owner held meanwhile. */
-	task_mutex_lock_nofail(&L->lock);
+	region_task_mutex_lock_nofail(&L->lock);
 	for (struct node *n = L->nodes; n; n = n->lnext) {
 		for (struct lk_range *r = n->locks; r; r = r->next) {
 			h = malloc(sizeof(*h));
@@ -353,7 +354,7 @@ static void reclaim_all(struct intrfs *fs)
 			list = h;
 		}
 	}
-	task_mutex_unlock(&L->lock);
+	region_task_mutex_unlock(&L->lock);
 	for (h = list; h; h = h->next, all++) {
 		enum nc_nlm_stat st = NC_NLM_FAILED;
 		int rc = nc_nlm_lock(fs->nc, &h->o->cred, &h->n->fh, &h->lk,
@@ -367,22 +368,22 @@ static void reclaim_all(struct intrfs *fs)
 		log_lock("failed to reclaim", &h->lk,
 			 rc ? strerror(-rc) : nc_nlm_stat_name(st));
 		lk_spare_get(&sp, 1);
-		task_mutex_lock_nofail(&L->lock);
+		region_task_mutex_lock_nofail(&L->lock);
 		had = h->n->locks != NULL;
 		lk_ranges_set(L, h->n, h->o, h->lk.off,
 			      lk_end_of(h->lk.off, h->lk.len), false, true,
 			      &sp);
 		lk_pin_change(fs, h->n, had);
-		task_mutex_unlock(&L->lock);
+		region_task_mutex_unlock(&L->lock);
 		lk_spare_put(&sp);
 	}
 	fprintf(stderr, "intrfs: server %s: %u locks reclaimed, %u lost\n",
 		nc_client_server(fs->nc), all - lost, lost);
 	while ((h = list)) {
 		list = h->next;
-		task_mutex_lock_nofail(&L->lock);
+		region_task_mutex_lock_nofail(&L->lock);
 		lk_owner_put(fs, h->o);
-		task_mutex_unlock(&L->lock);
+		region_task_mutex_unlock(&L->lock);
 		node_unpin(fs, h->n);
 		free(h);
 	}
@@ -543,10 +544,10 @@ int locks_start(struct intrfs *fs)
 	struct utsname u;
 	int rc;
 
-	task_mutex_init(&L->lock);
-	task_mutex_init(&L->setup);
-	task_cond_init(&L->jan_cond);
-	task_cond_init(&L->done_cond);
+	region_task_mutex_init(&L->lock);
+	region_task_mutex_init(&L->setup);
+	region_task_cond_init(&L->jan_cond);
+	region_task_cond_init(&L->done_cond);
 	L->journal_fd = -1;
 	if (uname(&u) < 0)
 		snprintf(u.nodename, sizeof(u.nodename), "localhost");
@@ -554,7 +555,7 @@ int locks_start(struct intrfs *fs)
 		 (int)getpid(), start_time(getpid()));
 	if (fs->o.nolock || (fs->o.local_posix && fs->o.local_flock))
 		return 0;
-	L->task = task_create(&attr);
+	L->task = region_task_create(&attr);
 	if (!L->task)
 		return -ENOMEM;
 	rc = pthread_create(&L->janitor, NULL, janitor_main, fs);
@@ -569,9 +570,9 @@ int locks_start(struct intrfs *fs)
 	if (it) {
 		it->op = JAN_RECOVER;
 		it->detached = true;
-		task_mutex_lock_nofail(&L->lock);
+		region_task_mutex_lock_nofail(&L->lock);
 		lk_jan_queue(L, it);
-		task_mutex_unlock(&L->lock);
+		region_task_mutex_unlock(&L->lock);
 	}
 	return 0;
 }
@@ -595,29 +596,29 @@ void locks_stop(struct intrfs *fs)
 		struct lk_owner *o = NULL;
 		struct node *n = NULL;
 
-		task_mutex_lock_nofail(&L->lock);
+		region_task_mutex_lock_nofail(&L->lock);
 		if (L->nodes) {
 			n = L->nodes;
 			o = n->locks->o;
 			o->refs++;
 		}
-		task_mutex_unlock(&L->lock);
+		region_task_mutex_unlock(&L->lock);
 		if (!n)
 			break;
 		lk_release(fs, n, o, 0, 0, &cred, false);
-		task_mutex_lock_nofail(&L->lock);
+		region_task_mutex_lock_nofail(&L->lock);
 		lk_owner_put(fs, o);
-		task_mutex_unlock(&L->lock);
+		region_task_mutex_unlock(&L->lock);
 	}
 	/* The janitor ends once its queue is empty, or is cut short. */
-	task_mutex_lock_nofail(&L->lock);
+	region_task_mutex_lock_nofail(&L->lock);
 	L->stop = true;
 	jan_wake(L);
-	task_mutex_unlock(&L->lock);
+	region_task_mutex_unlock(&L->lock);
 	for (unsigned i = 0; i < LK_STOP_S * 10; i++) {
-		task_mutex_lock_nofail(&L->lock);
+		region_task_mutex_lock_nofail(&L->lock);
 		clean = !L->queue && !L->busy;
-		task_mutex_unlock(&L->lock);
+		region_task_mutex_unlock(&L->lock);
 		if (clean)
 			break;
 		usleep(100000);
@@ -645,5 +646,5 @@ void locks_stop(struct intrfs *fs)
 			unlink(L->journal);
 	}
 	free(L->journal);
-	task_put(L->task);
+	region_task_put(L->task);
 }

@@ -272,14 +272,14 @@ static int granted(struct job *j, struct node *n, struct lk_owner *o,
 		lk_jan_do(j->fs, JAN_UNLOCK, &n->fh, lk, &j->cred, true);
 		return -ENOLCK;
 	}
-	task_mutex_lock_nofail(&L->lock);
+	region_task_mutex_lock_nofail(&L->lock);
 	first = !owner_holds(n, o, 0, LK_EOF);
 	had = n->locks != NULL;
 	lk_ranges_set(L, n, o, lk->off, end, lk->exclusive, false, &sp);
 	lk_pin_change(j->fs, n, had);
 	if (first)
 		lk_journal_note(j->fs, n, o);
-	task_mutex_unlock(&L->lock);
+	region_task_mutex_unlock(&L->lock);
 	lk_spare_put(&sp);
 	/*
 	 * As Linux's do_setlk(): a lock is a point of cache coherency, and
@@ -313,13 +313,13 @@ void lk_release(struct intrfs *fs, struct node *n, struct lk_owner *o,
 
 	/* Without memory for a split, the part past end is forgotten. */
 	lk_spare_get(&sp, 1);
-	task_mutex_lock_nofail(&L->lock);
+	region_task_mutex_lock_nofail(&L->lock);
 	held = owner_holds(n, o, off, end);
 	had = n->locks != NULL;
 	if (held)
 		lk_ranges_set(L, n, o, off, end, false, true, &sp);
 	lk_pin_change(fs, n, had);
-	task_mutex_unlock(&L->lock);
+	region_task_mutex_unlock(&L->lock);
 	lk_spare_put(&sp);
 	if (held)
 		lk_jan_do(fs, JAN_UNLOCK, &n->fh, &lk, cred, wait);
@@ -349,8 +349,8 @@ static int wait_blocked(struct lock_state *L, struct lk_waiter *w, int64_t ms)
 	int rc = 0;
 
 	while (!w->granted && !w->resend && rc == 0)
-		rc = task_cond_wait(&w->cond, &L->lock, TASK_INTERRUPTIBLE,
-				    ms * LK_MS);
+		rc = region_task_cond_wait(&w->cond, &L->lock,
+					   TASK_INTERRUPTIBLE, ms * LK_MS);
 	if (w->granted)
 		return 0;
 	w->resend = false;
@@ -372,12 +372,12 @@ static int lock_call(struct job *j, struct node *n,
 
 	*got = false;
 	*left = LEFT_NOTHING;
-	task_cond_init(&w.cond);
+	region_task_cond_init(&w.cond);
 	/* Before the LOCK goes: its GRANTED may beat its reply. */
-	task_mutex_lock_nofail(&L->lock);
+	region_task_mutex_lock_nofail(&L->lock);
 	w.next = L->waiters;
 	L->waiters = &w;
-	task_mutex_unlock(&L->lock);
+	region_task_mutex_unlock(&L->lock);
 	for (;;) {
 		rc = nc_nlm_lock(j->fs->nc, &j->cred, &n->fh, lk, wait, false,
 				 &st);
@@ -398,11 +398,11 @@ static int lock_call(struct job *j, struct node *n,
 			break;
 		}
 		/* Blocked, or the server reclaims: wait, then ask again. */
-		task_mutex_lock_nofail(&L->lock);
+		region_task_mutex_lock_nofail(&L->lock);
 		rc = wait_blocked(L, &w,
 				  st == NC_NLM_BLOCKED ? resend_ms(L) :
 							 LK_GRACE_MS);
-		task_mutex_unlock(&L->lock);
+		region_task_mutex_unlock(&L->lock);
 		if (rc == 0) {
 			*got = true;
 			break;
@@ -410,7 +410,7 @@ static int lock_call(struct job *j, struct node *n,
 		if (rc < 0)
 			break;
 	}
-	task_mutex_lock_nofail(&L->lock);
+	region_task_mutex_lock_nofail(&L->lock);
 	for (struct lk_waiter **p = &L->waiters; *p; p = &(*p)->next) {
 		if (*p == &w) {
 			*p = w.next;
@@ -420,8 +420,8 @@ static int lock_call(struct job *j, struct node *n,
 	/* A GRANTED that came as it left: it holds the lock. */
 	if (w.granted)
 		*got = true;
-	task_mutex_unlock(&L->lock);
-	task_cond_destroy(&w.cond);
+	region_task_mutex_unlock(&L->lock);
+	region_task_cond_destroy(&w.cond);
 	return *got ? 0 : rc;
 }
 
@@ -453,9 +453,9 @@ static int set_lock(struct job *j, struct node *n, struct lk_owner *o,
 		return rc;
 	if (wait)
 		lk_jan_do(j->fs, JAN_CANCEL, &n->fh, &lk, &j->cred, true);
-	task_mutex_lock_nofail(&L->lock);
+	region_task_mutex_lock_nofail(&L->lock);
 	held = owner_holds(n, o, off, lk_end_of(off, len));
-	task_mutex_unlock(&L->lock);
+	region_task_mutex_unlock(&L->lock);
 	/*
 	 * A CANCEL that meets a grant on its way ends the wait but may not
 	 * release what the server took for it: an UNLOCK does, where the
@@ -490,7 +490,7 @@ int lk_nlm_ready(struct intrfs *fs)
 	/* acquire: pairs with the release below; callbacks is set then. */
 	if (atomic_load_explicit(&L->nlm_ok, memory_order_acquire))
 		return 0;
-	rc = task_mutex_lock(&L->setup, TASK_KILLABLE, TASK_FOREVER);
+	rc = region_task_mutex_lock(&L->setup, TASK_KILLABLE, TASK_FOREVER);
 	if (rc)
 		return rc;
 	if (atomic_load_explicit(&L->nlm_ok, memory_order_relaxed))
@@ -521,7 +521,7 @@ int lk_nlm_ready(struct intrfs *fs)
 	rc = 0;
 	atomic_store_explicit(&L->nlm_ok, true, memory_order_release);
 out:
-	task_mutex_unlock(&L->setup);
+	region_task_mutex_unlock(&L->setup);
 	return rc;
 }
 
@@ -533,9 +533,9 @@ static struct lk_owner *job_owner(struct job *j, bool flock, pid_t pid)
 	struct lock_state *L = &j->fs->locks;
 	struct lk_owner *o;
 
-	task_mutex_lock_nofail(&L->lock);
+	region_task_mutex_lock_nofail(&L->lock);
 	o = owner_get(j->fs, j->fi.lock_owner, flock, pid, &j->cred);
-	task_mutex_unlock(&L->lock);
+	region_task_mutex_unlock(&L->lock);
 	return o;
 }
 
@@ -543,9 +543,9 @@ static void job_owner_put(struct job *j, struct lk_owner *o)
 {
 	struct lock_state *L = &j->fs->locks;
 
-	task_mutex_lock_nofail(&L->lock);
+	region_task_mutex_lock_nofail(&L->lock);
 	lk_owner_put(j->fs, o);
-	task_mutex_unlock(&L->lock);
+	region_task_mutex_unlock(&L->lock);
 }
 
 /* Sets or unsets a lock of the request's owner on [off, off + len). */
@@ -620,7 +620,7 @@ int locks_getlk(struct job *j)
 		if (rc || st != NC_NLM_DENIED_GRACE_PERIOD)
 			break;
 		/* The server reclaims: ask again, as Linux does. */
-		rc = task_sleep(LK_GRACE_MS * LK_MS, TASK_INTERRUPTIBLE);
+		rc = region_task_sleep(LK_GRACE_MS * LK_MS, TASK_INTERRUPTIBLE);
 		if (rc)
 			break;
 	}
@@ -643,12 +643,12 @@ int locks_getlk(struct job *j)
 		 * Linux NFS's answer, becomes 0): 0.
 		 */
 		fl->l_pid = 0;
-		task_mutex_lock_nofail(&L->lock);
+		region_task_mutex_lock_nofail(&L->lock);
 		for (struct lk_owner *x = L->owners; x; x = x->next)
 			if (x->name.oh_len == holder.oh_len &&
 			    memcmp(x->name.oh, holder.oh, holder.oh_len) == 0)
 				fl->l_pid = x->pid;
-		task_mutex_unlock(&L->lock);
+		region_task_mutex_unlock(&L->lock);
 	} else if (rc == 0) {
 		rc = nc_nlm_errno(st);
 	}
@@ -664,10 +664,10 @@ bool locks_held(struct intrfs *fs, struct node *n, uint64_t owner)
 	/* relaxed: a hint, exact once under the lock. */
 	if (!atomic_load_explicit(&n->nlocks, memory_order_relaxed))
 		return false;
-	task_mutex_lock_nofail(&L->lock);
+	region_task_mutex_lock_nofail(&L->lock);
 	for (const struct lk_range *r = n->locks; r && !held; r = r->next)
 		held = r->o->id == owner;
-	task_mutex_unlock(&L->lock);
+	region_task_mutex_unlock(&L->lock);
 	return held;
 }
 
@@ -685,7 +685,7 @@ void locks_close(struct job *j, struct node *n, uint64_t owner, bool last)
 		struct lk_owner *o = NULL;
 		struct nc_cred cred;
 
-		task_mutex_lock_nofail(&L->lock);
+		region_task_mutex_lock_nofail(&L->lock);
 		for (struct lk_range *r = n->locks; r && !o; r = r->next)
 			if (r->o->id == owner || last)
 				o = r->o;
@@ -693,13 +693,13 @@ void locks_close(struct job *j, struct node *n, uint64_t owner, bool last)
 			o->refs++;
 			cred = o->cred;
 		}
-		task_mutex_unlock(&L->lock);
+		region_task_mutex_unlock(&L->lock);
 		if (!o)
 			return;
 		lk_release(j->fs, n, o, 0, 0, &cred, true);
-		task_mutex_lock_nofail(&L->lock);
+		region_task_mutex_lock_nofail(&L->lock);
 		lk_owner_put(j->fs, o);
-		task_mutex_unlock(&L->lock);
+		region_task_mutex_unlock(&L->lock);
 	}
 }
 
@@ -712,7 +712,7 @@ static enum nc_nlm_stat on_granted(void *arg, const struct nc_fh *fh,
 	struct lock_state *L = &fs->locks;
 	enum nc_nlm_stat st = NC_NLM_DENIED;
 
-	task_mutex_lock_nofail(&L->lock);
+	region_task_mutex_lock_nofail(&L->lock);
 	for (struct lk_waiter *w = L->waiters; w; w = w->next) {
 		/* As Linux's nlmclnt_grant(): the file, owner and range. */
 		if (w->n->fh.len != fh->len ||
@@ -722,11 +722,11 @@ static enum nc_nlm_stat on_granted(void *arg, const struct nc_fh *fh,
 		    w->lk.off != lk->off || w->lk.len != lk->len)
 			continue;
 		w->granted = true;
-		task_cond_broadcast(&w->cond);
+		region_task_cond_broadcast(&w->cond);
 		st = NC_NLM_GRANTED;
 		break;
 	}
-	task_mutex_unlock(&L->lock);
+	region_task_mutex_unlock(&L->lock);
 	return st;
 }
 
@@ -740,11 +740,11 @@ static void on_rebooted(void *arg, int state)
 		"intrfs: server %s rebooted (its status monitor's state is "
 		"%d): reclaiming the locks held on it\n",
 		nc_client_server(fs->nc), state);
-	task_mutex_lock_nofail(&L->lock);
+	region_task_mutex_lock_nofail(&L->lock);
 	/* The server forgot every blocked LOCK: send them again. */
 	for (struct lk_waiter *w = L->waiters; w; w = w->next) {
 		w->resend = true;
-		task_cond_broadcast(&w->cond);
+		region_task_cond_broadcast(&w->cond);
 	}
 	if (it && L->running) {
 		it->op = JAN_RECLAIM;
@@ -752,6 +752,6 @@ static void on_rebooted(void *arg, int state)
 		lk_jan_queue(L, it);
 		it = NULL;
 	}
-	task_mutex_unlock(&L->lock);
+	region_task_mutex_unlock(&L->lock);
 	free(it);
 }

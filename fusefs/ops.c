@@ -559,9 +559,9 @@ static void open_refused(struct job *j, struct node *n)
 	char *silly = node_close(j->fs, n);
 
 	if (silly) {
-		task_enter(j->task);
+		region_task_enter(j->task);
 		silly_remove(j, n, silly);
-		task_leave(j->task);
+		region_task_leave(j->task);
 	}
 	node_unpin(j->fs, n);
 }

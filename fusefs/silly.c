@@ -471,17 +471,17 @@ void silly_recover(struct intrfs *fs)
 	buf = journal_read(fs->silly.journal);
 	if (!buf)
 		return;
-	t = task_create(&attr);
+	t = region_task_create(&attr);
 	if (!t) {
 		free(buf);
 		return;
 	}
-	task_enter(t);
+	region_task_enter(t);
 	for (line = strtok_r(buf, "\n", &save); line;
 	     line = strtok_r(NULL, "\n", &save))
 		removed += recover_one(fs, line);
-	task_leave(t);
-	task_put(t);
+	region_task_leave(t);
+	region_task_put(t);
 	free(buf);
 	if (removed)
 		fprintf(stderr,
@@ -542,9 +542,9 @@ void silly_cleanup(struct intrfs *fs, bool server_answers)
 		}
 		return;
 	}
-	t = task_create(&attr);
+	t = region_task_create(&attr);
 	if (t)
-		task_enter(t);
+		region_task_enter(t);
 	while (list) {
 		struct silly_left *l = list;
 		int rc = t ? nc_remove(fs->nc, &l->cr, &l->dir, l->name) :
@@ -562,7 +562,7 @@ void silly_cleanup(struct intrfs *fs, bool server_answers)
 		free(l);
 	}
 	if (t) {
-		task_leave(t);
-		task_put(t);
+		region_task_leave(t);
+		region_task_put(t);
 	}
 }

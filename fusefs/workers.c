@@ -69,7 +69,7 @@ struct job *job_new(struct intrfs *fs, fuse_req_t req, const char *op,
 	j->cred.ngroups =
 		caller_groups(ctx->pid, j->cred.groups, NC_MAX_GROUPS);
 	attr.data = j;
-	j->task = task_create(&attr);
+	j->task = region_task_create(&attr);
 	if (!j->task) {
 		free(j);
 		return NULL;
@@ -83,7 +83,7 @@ static void job_free(struct job *j)
 	for (size_t i = 0; i < sizeof(j->pinned) / sizeof(j->pinned[0]); i++)
 		if (j->pinned[i])
 			node_unpin(j->fs, j->pinned[i]);
-	task_put(j->task);
+	region_task_put(j->task);
 	free(j->name);
 	free(j->name2);
 	buf_free(j->buf);
@@ -135,7 +135,7 @@ void job_reply_early(struct job *j)
 	}
 	intr_unwatch(j, true);
 	/* What was raised before the answer must not cut what follows. */
-	task_flush_interrupts(j->task);
+	region_task_flush_interrupts(j->task);
 	j->reply(j);
 	j->replied = j->detached = true;
 }
@@ -207,7 +207,7 @@ static void job_run(struct job *j)
 	bool doubt = true;
 	int rc;
 
-	task_enter(j->task);
+	region_task_enter(j->task);
 	/* The caller's regions enclose the mount's (callers.c). */
 	for (unsigned i = 0; i < j->ncaller; i++)
 		region_begin_at(j->caller[i]);
@@ -216,7 +216,7 @@ static void job_run(struct job *j)
 	FS_REGION_END(j);
 	for (unsigned i = j->ncaller; i-- > 0;)
 		region_end_at(j->caller[i]);
-	task_leave(j->task);
+	region_task_leave(j->task);
 	if (j->detached) {
 		/* Answered early: with success, or EINTR by the interrupt path. */
 		if (rc || !j->replied)

@@ -105,9 +105,9 @@ void wb_set_wait_mode(enum task_mode m)
 
 void wb_node_init(struct wb_node *w)
 {
-	task_mutex_init(&w->lock);
-	task_mutex_init(&w->commit_lock);
-	task_cond_init(&w->cond);
+	region_task_mutex_init(&w->lock);
+	region_task_mutex_init(&w->commit_lock);
+	region_task_cond_init(&w->cond);
 	w->dirty = NULL;
 	w->dirty_tail = &w->dirty;
 }
@@ -128,9 +128,9 @@ void wb_node_destroy(struct wb_node *w, uint64_t fileid)
 			" dropped with its last reference\n",
 			w->dirty_bytes, fileid);
 	free_extents(w->dirty);
-	task_mutex_destroy(&w->lock);
-	task_mutex_destroy(&w->commit_lock);
-	task_cond_destroy(&w->cond);
+	region_task_mutex_destroy(&w->lock);
+	region_task_mutex_destroy(&w->commit_lock);
+	region_task_cond_destroy(&w->cond);
 }
 
 void *wb_extent_new(uint64_t off, const void *data, size_t len)
@@ -180,9 +180,9 @@ bool wb_writes_on_way(struct node *n)
 
 	if (!needs_sync(w))
 		return false;
-	task_mutex_lock_nofail(&w->lock);
+	region_task_mutex_lock_nofail(&w->lock);
 	on = w->sending != NULL;
-	task_mutex_unlock(&w->lock);
+	region_task_mutex_unlock(&w->lock);
 	return on;
 }
 
@@ -201,13 +201,14 @@ int wb_wait_sent(struct node *n, uint64_t off, size_t len)
 
 	if (!needs_sync(w))
 		return 0;
-	rc = task_mutex_lock(&w->lock, wb_mode(), TASK_FOREVER);
+	rc = region_task_mutex_lock(&w->lock, wb_mode(), TASK_FOREVER);
 	if (rc)
 		return rc;
 	while (rc == 0 && overlaps(w->sending, off, len))
-		rc = task_cond_wait(&w->cond, &w->lock, wb_mode(),
-				    TASK_FOREVER);
-	task_mutex_unlock(&w->lock); /* held again, whatever the wait said */
+		rc = region_task_cond_wait(&w->cond, &w->lock, wb_mode(),
+					   TASK_FOREVER);
+	region_task_mutex_unlock(
+		&w->lock); /* held again, whatever the wait said */
 	return rc;
 }
 
@@ -216,13 +217,13 @@ static int wait_writes(struct wb_node *w)
 {
 	int rc;
 
-	rc = task_mutex_lock(&w->lock, wb_mode(), TASK_FOREVER);
+	rc = region_task_mutex_lock(&w->lock, wb_mode(), TASK_FOREVER);
 	if (rc)
 		return rc;
 	while (rc == 0 && w->busy)
-		rc = task_cond_wait(&w->cond, &w->lock, wb_mode(),
-				    TASK_FOREVER);
-	task_mutex_unlock(&w->lock);
+		rc = region_task_cond_wait(&w->cond, &w->lock, wb_mode(),
+					   TASK_FOREVER);
+	region_task_mutex_unlock(&w->lock);
 	return rc;
 }
 
@@ -263,7 +264,8 @@ int wb_truncate(struct job *j, struct node *n, const struct nc_sattr *sa,
 		struct nc_attr *a)
 {
 	struct wb_node *w = &n->wb;
-	int rc = task_mutex_lock(&w->commit_lock, wb_mode(), TASK_FOREVER);
+	int rc = region_task_mutex_lock(&w->commit_lock, wb_mode(),
+					TASK_FOREVER);
 
 	if (rc)
 		return rc;
@@ -271,12 +273,12 @@ int wb_truncate(struct job *j, struct node *n, const struct nc_sattr *sa,
 	if (rc == 0)
 		rc = nc_setattr(j->fs->nc, &j->cred, &n->fh, sa, a);
 	if (rc == 0) {
-		task_mutex_lock_nofail(&w->lock);
+		region_task_mutex_lock_nofail(&w->lock);
 		trim_dirty(w, sa->size);
 		publish_sync_state(w);
-		task_mutex_unlock(&w->lock);
+		region_task_mutex_unlock(&w->lock);
 	}
-	task_mutex_unlock(&w->commit_lock);
+	region_task_mutex_unlock(&w->commit_lock);
 	return rc;
 }
 
@@ -327,10 +329,10 @@ static int commit_dirty(struct job *j, struct node *n)
 	size_t bytes;
 	int rc;
 
-	rc = task_mutex_lock(&w->commit_lock, wb_mode(), TASK_FOREVER);
+	rc = region_task_mutex_lock(&w->commit_lock, wb_mode(), TASK_FOREVER);
 	if (rc)
 		return rc;
-	task_mutex_lock_nofail(&w->lock);
+	region_task_mutex_lock_nofail(&w->lock);
 	batch = w->dirty;
 	tail = w->dirty_tail;
 	bytes = w->dirty_bytes;
@@ -339,9 +341,9 @@ static int commit_dirty(struct job *j, struct node *n)
 	w->dirty_bytes = 0;
 	w->committing = batch != NULL;
 	publish_sync_state(w);
-	task_mutex_unlock(&w->lock);
+	region_task_mutex_unlock(&w->lock);
 	if (!batch) {
-		task_mutex_unlock(&w->commit_lock);
+		region_task_mutex_unlock(&w->commit_lock);
 		return 0;
 	}
 
@@ -351,7 +353,7 @@ static int commit_dirty(struct job *j, struct node *n)
 		rc = resend_lost(j, n, batch, verf);
 	FS_REGION_END(j);
 
-	task_mutex_lock_nofail(&w->lock);
+	region_task_mutex_lock_nofail(&w->lock);
 	if (rc == 0) {
 		free_extents(batch);
 	} else {
@@ -363,10 +365,10 @@ static int commit_dirty(struct job *j, struct node *n)
 		w->dirty_bytes += bytes;
 	}
 	w->committing = false;
-	task_cond_broadcast(&w->cond);
+	region_task_cond_broadcast(&w->cond);
 	publish_sync_state(w);
-	task_mutex_unlock(&w->lock);
-	task_mutex_unlock(&w->commit_lock);
+	region_task_mutex_unlock(&w->lock);
+	region_task_mutex_unlock(&w->commit_lock);
 	return rc;
 }
 
@@ -444,23 +446,23 @@ int wb_write(struct job *j, struct node *n)
 		if (rc)
 			return rc;
 	}
-	rc = task_mutex_lock(&w->lock, wb_room_mode(), TASK_FOREVER);
+	rc = region_task_mutex_lock(&w->lock, wb_room_mode(), TASK_FOREVER);
 	if (rc)
 		return rc;
 	/* In order after overlapping writes, and not too many at once. */
 	while (!w->write_error && (overlaps(w->sending, e->off, e->len) ||
 				   sending_full(j->fs, w, e->len))) {
-		rc = task_cond_wait(&w->cond, &w->lock, wb_room_mode(),
-				    TASK_FOREVER);
+		rc = region_task_cond_wait(&w->cond, &w->lock, wb_room_mode(),
+					   TASK_FOREVER);
 		if (rc) {
-			task_mutex_unlock(&w->lock);
+			region_task_mutex_unlock(&w->lock);
 			return rc;
 		}
 	}
 	/* A write that failed after its answer fails the next one. */
 	if (w->write_error) {
 		rc = w->write_error;
-		task_mutex_unlock(&w->lock);
+		region_task_mutex_unlock(&w->lock);
 		return rc;
 	}
 	j->buf = NULL;
@@ -470,7 +472,7 @@ int wb_write(struct job *j, struct node *n)
 	w->sending_bytes += e->len;
 	w->busy++;
 	publish_sync_state(w);
-	task_mutex_unlock(&w->lock);
+	region_task_mutex_unlock(&w->lock);
 
 	FS_REGION_BEGIN(j, "write: WRITE calls of one request");
 	rc = nc_pwrite_notify(j->fs->nc, &j->cred, &n->fh, e->off, e->len,
@@ -478,7 +480,7 @@ int wb_write(struct job *j, struct node *n)
 			      behind ? &sent : NULL);
 	FS_REGION_END(j);
 
-	task_mutex_lock_nofail(&w->lock);
+	region_task_mutex_lock_nofail(&w->lock);
 	sending_remove(w, e);
 	if (rc == 0 && res.committed != NC_FILE_SYNC) {
 		/* Kept until committed. */
@@ -502,20 +504,20 @@ int wb_write(struct job *j, struct node *n)
 	commit = rc == 0 && w->dirty_bytes &&
 		 (w->dirty_bytes >= (size_t)j->fs->o.wbuf_mb << 20 ||
 		  buf_busy_bytes() >= (size_t)j->fs->o.wbuf_mb << 22);
-	task_cond_broadcast(&w->cond);
-	task_mutex_unlock(&w->lock);
+	region_task_cond_broadcast(&w->cond);
+	region_task_mutex_unlock(&w->lock);
 	buf_free(e);
 
 	if (commit)
 		rc = commit_dirty(j, n);
 
-	task_mutex_lock_nofail(&w->lock);
+	region_task_mutex_lock_nofail(&w->lock);
 	if (rc && rc != -EINTR && j->replied && !w->write_error)
 		w->write_error = rc;
 	w->busy--;
-	task_cond_broadcast(&w->cond);
+	region_task_cond_broadcast(&w->cond);
 	publish_sync_state(w);
-	task_mutex_unlock(&w->lock);
+	region_task_mutex_unlock(&w->lock);
 	return rc;
 }
 
@@ -529,10 +531,10 @@ int wb_sync(struct job *j, struct node *n)
 		rc = commit_dirty(j, n);
 	if (rc)
 		return rc;
-	task_mutex_lock_nofail(&w->lock);
+	region_task_mutex_lock_nofail(&w->lock);
 	rc = w->write_error;
 	w->write_error = 0;
 	publish_sync_state(w);
-	task_mutex_unlock(&w->lock);
+	region_task_mutex_unlock(&w->lock);
 	return rc;
 }

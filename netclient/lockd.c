@@ -438,7 +438,7 @@ static void *lockd_main(void *arg)
 	struct pollfd *fds = NULL;
 	int n = 0;
 
-	task_enter(ld->task);
+	region_task_enter(ld->task);
 	for (;;) {
 		int max = svc_max_pollfd, ready;
 		struct pollfd *grown;
@@ -467,7 +467,7 @@ static void *lockd_main(void *arg)
 			svc_getreq_poll(fds, ready);
 	}
 	free(fds);
-	task_leave(ld->task);
+	region_task_leave(ld->task);
 	return NULL;
 }
 
@@ -546,7 +546,7 @@ int nc_lockd_start(nc_client_t *c, const struct nc_lockd_ops *ops, char *err,
 		/* Only needs to differ from another mount's. */
 		snprintf(ld->priv, sizeof(ld->priv), "%d", (int)getpid());
 	}
-	ld->task = task_create(
+	ld->task = region_task_create(
 		&(struct task_attr){ "lockd", c->opts.policy, NULL });
 	if (!ld->task) {
 		free(ld);
@@ -618,7 +618,7 @@ void nc_lockd_stop(nc_client_t *c)
 		if (ld->stop[i] >= 0)
 			close(ld->stop[i]);
 	nc__xprt_destroy(ld->res);
-	task_put(ld->task);
+	region_task_put(ld->task);
 	serving = NULL;
 	c->lockd = NULL;
 	free(ld);

@@ -649,7 +649,7 @@ static int mount_retrying(nc_client_t *c, const char *path,
 		}
 		nap = backoff < left ? backoff : left;
 		/* Killable: a mount that waits for a dead server can be killed. */
-		rc = task_sleep(nap, TASK_KILLABLE);
+		rc = region_task_sleep(nap, TASK_KILLABLE);
 		if (rc) {
 			say(err, errlen,
 			    "mount of %s interrupted while waiting for the "

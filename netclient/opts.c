@@ -325,7 +325,7 @@ static int opt_set(struct nc_opts *o, const struct opt_def *d, const char *val,
 		return -EINVAL;
 	case OPT_SEND:
 		for (int m = TASK_INTERRUPTIBLE; m <= TASK_UNINTERRUPTIBLE; m++)
-			if (val && strcmp(val, task_mode_name(m)) == 0) {
+			if (val && strcmp(val, region_task_mode_name(m)) == 0) {
 				o->send_mode = (enum task_mode)m;
 				return 0;
 			}
@@ -452,7 +452,7 @@ void nc_opts_format(const struct nc_opts *o, char *buf, size_t len)
 			/* Only a variant: the default is not written. */
 			if (o->send_mode != TASK_INTERRUPTIBLE)
 				append(buf, len, &pos, "%s%s=%s", sep, d->name,
-				       task_mode_name(o->send_mode));
+				       region_task_mode_name(o->send_mode));
 			break;
 		}
 	}

@@ -234,7 +234,7 @@ static void wake_slot_waiters(struct nc__xprt *x)
 
 		x->slot_waiters = w->next_slot;
 		w->on_slot_list = false;
-		task_cond_signal(&w->cond);
+		region_task_cond_signal(&w->cond);
 	}
 }
 
@@ -267,7 +267,7 @@ unsigned nc__xprt_task_calls(struct nc__xprt *x, const task_t *t,
 {
 	unsigned n = 0;
 
-	task_mutex_lock_nofail(&x->lock);
+	region_task_mutex_lock_nofail(&x->lock);
 	for (unsigned i = 0; i < NC__XID_BUCKETS && n < max; i++)
 		for (struct nc__call *c = x->table[i]; c && n < max;
 		     c = c->hnext)
@@ -276,7 +276,7 @@ unsigned nc__xprt_task_calls(struct nc__xprt *x, const task_t *t,
 					c->xid, c->rpc->proc, c->sends,
 					c->state == NC__CALL_SENT
 				};
-	task_mutex_unlock(&x->lock);
+	region_task_mutex_unlock(&x->lock);
 	return n;
 }
 
@@ -285,7 +285,7 @@ static void wake_all_calls(struct nc__xprt *x)
 {
 	for (unsigned i = 0; i < NC__XID_BUCKETS; i++)
 		for (struct nc__call *c = x->table[i]; c; c = c->hnext)
-			task_cond_signal(&c->waiter->cond);
+			region_task_cond_signal(&c->waiter->cond);
 }
 
 /*
@@ -407,7 +407,7 @@ void nc__xprt_disconnect(struct nc__xprt *x, bool by_client)
 	x->fd = -1;
 	n = write(x->rx_efd, &one, sizeof(one));
 	(void)n;
-	task_cond_broadcast(&x->conn_cond);
+	region_task_cond_broadcast(&x->conn_cond);
 	wake_all_calls(x);
 }
 
@@ -471,9 +471,9 @@ static int try_connect(struct nc__xprt *x, uint16_t port, int keepidle,
 			rc = -errno;
 			goto out_close;
 		}
-		rc = task_wait_fd(fd, POLLOUT, wait_mode_of(x),
-				  deadline ? until(deadline) : TASK_FOREVER,
-				  NULL);
+		rc = region_task_wait_fd(
+			fd, POLLOUT, wait_mode_of(x),
+			deadline ? until(deadline) : TASK_FOREVER, NULL);
 		if (rc)
 			goto out_close;
 		getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &len);
@@ -512,8 +512,9 @@ static int xprt_connect_locked(struct nc__xprt *x, uint64_t deadline,
 		if (x->conn == NC__CONN_DOWN && x->closing_fd < 0)
 			break;
 		/* Another task is connecting, or the old socket is closing. */
-		rc = task_cond_wait(&x->conn_cond, &x->lock, wait_mode_of(x),
-				    deadline ? until(deadline) : TASK_FOREVER);
+		rc = region_task_cond_wait(
+			&x->conn_cond, &x->lock, wait_mode_of(x),
+			deadline ? until(deadline) : TASK_FOREVER);
 		if (rc)
 			return rc;
 	}
@@ -525,7 +526,7 @@ static int xprt_connect_locked(struct nc__xprt *x, uint64_t deadline,
 	port = x->local_port;
 	/* An idle connection whose path died goes in seconds. */
 	keepidle = (int)(nc__xprt_dead_after(x) / NS_PER_SEC);
-	task_mutex_unlock(&x->lock);
+	region_task_mutex_unlock(&x->lock);
 
 	t0 = region_now_ns();
 	if (!deadline || deadline > t0 + CONNECT_ATTEMPT_MAX_NS)
@@ -539,7 +540,7 @@ static int xprt_connect_locked(struct nc__xprt *x, uint64_t deadline,
 	if (rc == 0 && getsockname(fd, (struct sockaddr *)&local, &llen) < 0)
 		local.sin_port = 0;
 
-	task_mutex_lock_nofail(&x->lock);
+	region_task_mutex_lock_nofail(&x->lock);
 	if (rc == 0 && x->stop) {
 		close(fd);
 		rc = -ESHUTDOWN;
@@ -548,7 +549,7 @@ static int xprt_connect_locked(struct nc__xprt *x, uint64_t deadline,
 		x->conn = NC__CONN_DOWN;
 		if (rc != -EINTR)
 			back_off(x);
-		task_cond_broadcast(&x->conn_cond);
+		region_task_cond_broadcast(&x->conn_cond);
 		return rc;
 	}
 	nc__count(&x->stats->connects);
@@ -565,7 +566,7 @@ static int xprt_connect_locked(struct nc__xprt *x, uint64_t deadline,
 	x->replied = false;
 	x->next_connect_ns = 0;
 	x->garbage = false;
-	task_cond_broadcast(&x->conn_cond);
+	region_task_cond_broadcast(&x->conn_cond);
 	/* Calls sent on the connection that went: send them again now. */
 	wake_all_calls(x);
 	return 0;
@@ -576,10 +577,10 @@ int nc__xprt_connect(struct nc__xprt *x)
 	uint64_t retry_at = 0;
 	int rc;
 
-	task_mutex_lock_nofail(&x->lock);
+	region_task_mutex_lock_nofail(&x->lock);
 	rc = xprt_connect_locked(x, region_now_ns() + x->timeout.initial_ns,
 				 &retry_at);
-	task_mutex_unlock(&x->lock);
+	region_task_mutex_unlock(&x->lock);
 	return rc;
 }
 
@@ -663,24 +664,25 @@ static int send_record(struct nc__xprt *x, struct nc__call *call, int fd,
 		 * The socket-send primitive: wait for room, interruptible as
 		 * the kernel's sendmsg() unless send= made it otherwise.
 		 */
-		rc = task_wait_fd(fd, POLLOUT, send_mode_of(x),
-				  !partial && deadline ? until(deadline) :
-				  partial && giveup    ? until(giveup) :
-							 TASK_FOREVER,
-				  NULL);
+		rc = region_task_wait_fd(fd, POLLOUT, send_mode_of(x),
+					 !partial && deadline ?
+						 until(deadline) :
+					 partial && giveup ? until(giveup) :
+							     TASK_FOREVER,
+					 NULL);
 		if (rc == 0)
 			continue;
 		if (!partial)
 			return rc; /* -EINTR or -ETIMEDOUT: nothing sent */
 		/* Cut mid-record: the stream cannot be trusted any more. */
-		task_mutex_lock_nofail(&x->lock);
+		region_task_mutex_lock_nofail(&x->lock);
 		nc__count(&x->stats->partial_resets);
 		if (x->gen == gen) {
 			x->cut_call = call; /* for the reset's event */
 			nc__xprt_disconnect(x, true);
 			x->cut_call = NULL;
 		}
-		task_mutex_unlock(&x->lock);
+		region_task_mutex_unlock(&x->lock);
 		if (rc == -ETIMEDOUT)
 			rc = -ECANCELED; /* soft: the major timeout */
 		else if (rc != -EINTR)
@@ -799,11 +801,11 @@ static int xprt_send_pending(struct nc__xprt *x, struct nc__call *calls,
 		}
 		fd = x->fd;
 		gen = x->gen;
-		task_mutex_unlock(&x->lock);
+		region_task_mutex_unlock(&x->lock);
 
 		/* Part of the send: its mode too (send=). */
-		rc = task_mutex_lock(&x->send_lock, send_mode_of(x),
-				     until(call->deadline_ns));
+		rc = region_task_mutex_lock(&x->send_lock, send_mode_of(x),
+					    until(call->deadline_ns));
 		if (rc == 0) {
 			bool current;
 
@@ -812,18 +814,18 @@ static int xprt_send_pending(struct nc__xprt *x, struct nc__call *calls,
 			 * its connection is still the current one, fd is
 			 * still that socket (not a number reused since).
 			 */
-			task_mutex_lock_nofail(&x->lock);
+			region_task_mutex_lock_nofail(&x->lock);
 			current = x->gen == gen && x->conn == NC__CONN_UP;
-			task_mutex_unlock(&x->lock);
+			region_task_mutex_unlock(&x->lock);
 			/* As Linux stamps rq_xtime: when the send starts. */
 			xmit_at = region_now_ns();
 			rc = current ? send_record(x, call, fd, gen,
 						   call->deadline_ns) :
 				       -ECONNRESET;
-			task_mutex_unlock(&x->send_lock);
+			region_task_mutex_unlock(&x->send_lock);
 		}
 
-		task_mutex_lock_nofail(&x->lock);
+		region_task_mutex_lock_nofail(&x->lock);
 		if (rc == 0) {
 			/*
 			 * Whole in a socket, so perhaps at the server, even if
@@ -1029,15 +1031,15 @@ int nc__xprt_batch_notify(struct nc__xprt *x, struct nc__rpc *rpcs, unsigned n,
 			rpcs[i].rc = -ENOMEM;
 		return -ENOMEM;
 	}
-	task_cond_init(&waiter.cond);
+	region_task_cond_init(&waiter.cond);
 
-	task_mutex_lock_nofail(&x->lock);
+	region_task_mutex_lock_nofail(&x->lock);
 	start = region_now_ns();
 	for (unsigned i = 0; i < n; i++) {
 		struct nc__call *call = &calls[i];
 
 		call->rpc = &rpcs[i];
-		call->task = task_current();
+		call->task = region_task_current();
 		call->waiter = &waiter;
 		call->xid = x->next_xid++;
 		call->timeout_ns = x->timeout.initial_ns;
@@ -1047,7 +1049,7 @@ int nc__xprt_batch_notify(struct nc__xprt *x, struct nc__rpc *rpcs, unsigned n,
 							       call->major_ns;
 		call->state = NC__CALL_UNSENT;
 	}
-	task_mutex_unlock(&x->lock);
+	region_task_mutex_unlock(&x->lock);
 	for (unsigned i = 0; i < n; i++) {
 		rc = encode_call(x, &calls[i]);
 		if (rc) {
@@ -1056,7 +1058,7 @@ int nc__xprt_batch_notify(struct nc__xprt *x, struct nc__rpc *rpcs, unsigned n,
 		}
 	}
 
-	task_mutex_lock_nofail(&x->lock);
+	region_task_mutex_lock_nofail(&x->lock);
 	for (;;) {
 		uint64_t retry_at = 0, send_at, wake;
 
@@ -1081,10 +1083,10 @@ int nc__xprt_batch_notify(struct nc__xprt *x, struct nc__rpc *rpcs, unsigned n,
 			break;
 		if (sent && all_sent(calls, n)) {
 			/* Once, and not under the lock: it may reply to FUSE. */
-			task_mutex_unlock(&x->lock);
+			region_task_mutex_unlock(&x->lock);
 			sent->fn(sent->arg);
 			sent = NULL;
-			task_mutex_lock_nofail(&x->lock);
+			region_task_mutex_lock_nofail(&x->lock);
 			continue;
 		}
 		/* Timeouts: every call whose deadline has passed. */
@@ -1113,8 +1115,8 @@ int nc__xprt_batch_notify(struct nc__xprt *x, struct nc__rpc *rpcs, unsigned n,
 			waiter.on_slot_list = true;
 			nc__count(&x->stats->backlog);
 		}
-		rc = task_cond_wait(&waiter.cond, &x->lock, wait_mode,
-				    until(wake));
+		rc = region_task_cond_wait(&waiter.cond, &x->lock, wait_mode,
+					   until(wake));
 		if (rc == -EINTR)
 			break;
 		rc = 0;
@@ -1136,7 +1138,7 @@ int nc__xprt_batch_notify(struct nc__xprt *x, struct nc__rpc *rpcs, unsigned n,
 				break;
 			}
 	}
-	task_mutex_unlock(&x->lock);
+	region_task_mutex_unlock(&x->lock);
 	if (held)
 		region_end_killable();
 
@@ -1155,7 +1157,7 @@ int nc__xprt_batch_notify(struct nc__xprt *x, struct nc__rpc *rpcs, unsigned n,
 		nc__rec_put(x, call->reply, call->reply_cap);
 		free(call->rec);
 	}
-	task_cond_destroy(&waiter.cond);
+	region_task_cond_destroy(&waiter.cond);
 	free(calls);
 	return first;
 }
@@ -1197,9 +1199,9 @@ int nc__xprt_create(const struct nc__xprt_cfg *cfg, struct nc__xprt **out)
 	x->fd = x->closing_fd = -1;
 	/* A random start, so that a restarted client does not reuse XIDs. */
 	x->next_xid = (uint32_t)region_now_ns() ^ (uint32_t)getpid() << 16;
-	task_mutex_init(&x->send_lock);
-	task_mutex_init(&x->lock);
-	task_cond_init(&x->conn_cond);
+	region_task_mutex_init(&x->send_lock);
+	region_task_mutex_init(&x->lock);
+	region_task_cond_init(&x->conn_cond);
 	pthread_mutex_init(&x->rec_lock, NULL);
 	x->rx_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (x->rx_efd < 0) {
@@ -1222,9 +1224,9 @@ out:
 
 void nc__xprt_set_timeout(struct nc__xprt *x, const struct nc__timeout *to)
 {
-	task_mutex_lock_nofail(&x->lock);
+	region_task_mutex_lock_nofail(&x->lock);
 	x->timeout = *to;
-	task_mutex_unlock(&x->lock);
+	region_task_mutex_unlock(&x->lock);
 }
 
 unsigned nc__xprt_slots(const struct nc__xprt *x)
@@ -1234,12 +1236,12 @@ unsigned nc__xprt_slots(const struct nc__xprt *x)
 
 void nc__xprt_shutdown(struct nc__xprt *x)
 {
-	task_mutex_lock_nofail(&x->lock);
+	region_task_mutex_lock_nofail(&x->lock);
 	x->stop = true;
 	nc__xprt_disconnect(x, false);
-	task_cond_broadcast(&x->conn_cond);
+	region_task_cond_broadcast(&x->conn_cond);
 	wake_all_calls(x);
-	task_mutex_unlock(&x->lock);
+	region_task_mutex_unlock(&x->lock);
 }
 
 void nc__xprt_destroy(struct nc__xprt *x)
@@ -1249,11 +1251,11 @@ void nc__xprt_destroy(struct nc__xprt *x)
 
 	if (!x)
 		return;
-	task_mutex_lock_nofail(&x->lock);
+	region_task_mutex_lock_nofail(&x->lock);
 	x->stop = true;
 	nc__xprt_disconnect(x, false);
-	task_cond_broadcast(&x->conn_cond);
-	task_mutex_unlock(&x->lock);
+	region_task_cond_broadcast(&x->conn_cond);
+	region_task_mutex_unlock(&x->lock);
 	n = write(x->rx_efd, &one, sizeof(one));
 	(void)n;
 	pthread_join(x->rx, NULL);
@@ -1262,8 +1264,8 @@ void nc__xprt_destroy(struct nc__xprt *x)
 	close(x->rx_efd);
 	nc__rec_drain(x);
 	pthread_mutex_destroy(&x->rec_lock);
-	task_cond_destroy(&x->conn_cond);
-	task_mutex_destroy(&x->lock);
-	task_mutex_destroy(&x->send_lock);
+	region_task_cond_destroy(&x->conn_cond);
+	region_task_mutex_destroy(&x->lock);
+	region_task_mutex_destroy(&x->send_lock);
 	free(x);
 }

@@ -165,11 +165,11 @@ static int deliver(struct nc__xprt *x, unsigned char *rec, size_t len,
 		nc__rec_put(x, rec, cap);
 		return -EPROTO;
 	}
-	task_mutex_lock_nofail(&x->lock);
+	region_task_mutex_lock_nofail(&x->lock);
 	call = xid_find(x, xid);
 	if (!call || call->state == NC__CALL_DONE) {
 		nc__count(&x->stats->unknown_xids);
-		task_mutex_unlock(&x->lock);
+		region_task_mutex_unlock(&x->lock);
 		nc__rec_put(x, rec, cap);
 		return 0;
 	}
@@ -185,12 +185,12 @@ static int deliver(struct nc__xprt *x, unsigned char *rec, size_t len,
 	x->replied = true;
 	x->connect_failures = 0;
 	nc__call_finish(x, call, 0);
-	task_cond_signal(&call->waiter->cond);
+	region_task_cond_signal(&call->waiter->cond);
 	if (x->not_responding) {
 		x->not_responding = false;
 		fprintf(stderr, "intrfs: server %s OK\n", x->server);
 	}
-	task_mutex_unlock(&x->lock);
+	region_task_mutex_unlock(&x->lock);
 	return 0;
 }
 
@@ -205,7 +205,7 @@ static void fail_all_calls(struct nc__xprt *x, int rc)
 			struct nc__call *c = x->table[i];
 
 			nc__call_finish(x, c, rc);
-			task_cond_signal(&c->waiter->cond);
+			region_task_cond_signal(&c->waiter->cond);
 		}
 	}
 }
@@ -298,10 +298,10 @@ static bool path_dead(struct nc__xprt *x, int fd)
 	unsigned inflight;
 	int outq = 0;
 
-	task_mutex_lock_nofail(&x->lock);
+	region_task_mutex_lock_nofail(&x->lock);
 	inflight = x->inflight;
 	dead_after = nc__xprt_dead_after(x);
-	task_mutex_unlock(&x->lock);
+	region_task_mutex_unlock(&x->lock);
 	if (!inflight || getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0)
 		return false;
 	/*
@@ -354,10 +354,10 @@ static bool rx_connection(struct nc__xprt *x, struct nc__rx *rx,
 
 			n = read(x->rx_efd, &v, sizeof(v));
 			(void)n;
-			task_mutex_lock_nofail(&x->lock);
+			region_task_mutex_lock_nofail(&x->lock);
 			gone = x->stop || x->gen != gen ||
 			       x->conn != NC__CONN_UP;
-			task_mutex_unlock(&x->lock);
+			region_task_mutex_unlock(&x->lock);
 			if (gone)
 				return false;
 		}
@@ -392,7 +392,7 @@ void *nc__xprt_receiver(void *arg)
 
 	if (!staging)
 		abort();
-	task_mutex_lock_nofail(&x->lock);
+	region_task_mutex_lock_nofail(&x->lock);
 	for (;;) {
 		bool by_client = false, garbage = false, drop;
 		uint64_t gen;
@@ -407,35 +407,35 @@ void *nc__xprt_receiver(void *arg)
 			 * close it only when none is, so that no sender ever
 			 * writes to a number that a new socket took.
 			 */
-			task_mutex_unlock(&x->lock);
-			task_mutex_lock_nofail(&x->send_lock);
+			region_task_mutex_unlock(&x->lock);
+			region_task_mutex_lock_nofail(&x->send_lock);
 			nc__close_reset(cfd);
-			task_mutex_unlock(&x->send_lock);
-			task_mutex_lock_nofail(&x->lock);
+			region_task_mutex_unlock(&x->send_lock);
+			region_task_mutex_lock_nofail(&x->lock);
 			x->closing_fd = -1;
-			task_cond_broadcast(&x->conn_cond);
+			region_task_cond_broadcast(&x->conn_cond);
 			continue;
 		}
 		if (x->stop)
 			break;
 		if (x->conn != NC__CONN_UP) {
 			/* Not a task: nothing can interrupt this wait. */
-			int rc = task_cond_wait(&x->conn_cond, &x->lock,
-						TASK_UNINTERRUPTIBLE,
-						TASK_FOREVER);
+			int rc = region_task_cond_wait(&x->conn_cond, &x->lock,
+						       TASK_UNINTERRUPTIBLE,
+						       TASK_FOREVER);
 
 			(void)rc;
 			continue;
 		}
 		fd = x->fd;
 		gen = x->gen;
-		task_mutex_unlock(&x->lock);
+		region_task_mutex_unlock(&x->lock);
 
 		nc__rx_reset(&rx);
 		drop = rx_connection(x, &rx, staging, fd, gen, &by_client,
 				     &garbage);
 
-		task_mutex_lock_nofail(&x->lock);
+		region_task_mutex_lock_nofail(&x->lock);
 		if (drop && x->gen == gen && x->conn == NC__CONN_UP)
 			nc__xprt_disconnect(x, by_client);
 		if (garbage) {
@@ -445,7 +445,7 @@ void *nc__xprt_receiver(void *arg)
 				fail_all_calls(x, -EPROTO);
 		}
 	}
-	task_mutex_unlock(&x->lock);
+	region_task_mutex_unlock(&x->lock);
 	nc__rx_reset(&rx);
 	free(staging);
 	return NULL;

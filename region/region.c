@@ -51,7 +51,7 @@ uint64_t region_now_ns(void)
 
 /* Names and parsing. */
 
-const char *task_mode_name(enum task_mode mode)
+const char *region_task_mode_name(enum task_mode mode)
 {
 	switch (mode) {
 	case TASK_INTERRUPTIBLE:
@@ -518,14 +518,15 @@ static void watchdog_check(struct task *t, void *arg)
 	region__format_stack(stack, sizeof(stack), &t->rs);
 	atomic_fetch_add_explicit(&region__stats.hung_reports, 1,
 				  memory_order_relaxed);
-	region__report("task %" PRIu64 " (%s) blocked uninterruptibly in %s "
-		       "(%s wait) for more than %" PRIu64 " ms, policy %s\n"
-		       "region stack, innermost first:\n%s",
-		       t->id, t->name, what,
-		       task_mode_name((enum task_mode)atomic_load_explicit(
-			       &t->wait_mode, memory_order_relaxed)),
-		       scan->threshold_ns / 1000000,
-		       region_policy_name(t->rs.policy), stack);
+	region__report(
+		"task %" PRIu64 " (%s) blocked uninterruptibly in %s "
+		"(%s wait) for more than %" PRIu64 " ms, policy %s\n"
+		"region stack, innermost first:\n%s",
+		t->id, t->name, what,
+		region_task_mode_name((enum task_mode)atomic_load_explicit(
+			&t->wait_mode, memory_order_relaxed)),
+		scan->threshold_ns / 1000000, region_policy_name(t->rs.policy),
+		stack);
 }
 
 static void *watchdog_main(void *arg)

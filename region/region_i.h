@@ -34,8 +34,9 @@ struct thread_ctx {
 	/* Sigmask policy: interrupt kinds whose signal this thread took. */
 	_Atomic unsigned arrived;
 	struct task *task; /* the current task, or NULL */
-	struct region_state *saved_cur; /* region__cur before task_enter() */
-	sigset_t saved_mask; /* sigmask policy: before task_enter() */
+	struct region_state
+		*saved_cur; /* region__cur before region_task_enter() */
+	sigset_t saved_mask; /* sigmask policy: before region_task_enter() */
 	struct region_state own; /* regions of a thread without a task */
 };
 

@@ -4,7 +4,7 @@
  * interrupt bookkeeping (raised, deferred, delivered, deferral time), and
  * the task list that introspection and the watchdog walk.
  *
- * task_interrupt() never blocks on anything but task->lock, which is only
+ * region_task_interrupt() never blocks on anything but task->lock, which is only
  * held for a few instructions, so it may be called from a FUSE session
  * thread.  Lock order: tasks_lock before task->lock.
  */
@@ -23,7 +23,7 @@ static struct task *tasks_head; /* protected by tasks_lock */
 static unsigned tasks_count; /* protected by tasks_lock */
 static _Atomic uint64_t next_id = 1;
 
-task_t *task_create(const struct task_attr *attr)
+task_t *region_task_create(const struct task_attr *attr)
 {
 	struct task *t;
 
@@ -53,14 +53,14 @@ task_t *task_create(const struct task_attr *attr)
 	return t;
 }
 
-task_t *task_get(task_t *t)
+task_t *region_task_get(task_t *t)
 {
 	/* Relaxed: a new reference is made from one the caller holds. */
 	atomic_fetch_add_explicit(&t->refs, 1, memory_order_relaxed);
 	return t;
 }
 
-void task_put(task_t *t)
+void region_task_put(task_t *t)
 {
 	/*
 	 * Acq-rel: the last put must see every write made by holders of the
@@ -82,22 +82,22 @@ void task_put(task_t *t)
 	free(t);
 }
 
-task_t *task_current(void)
+task_t *region_task_current(void)
 {
 	return region__tc.task;
 }
 
-uint64_t task_id(const task_t *t)
+uint64_t region_task_id(const task_t *t)
 {
 	return t->id;
 }
 
-void *task_data(const task_t *t)
+void *region_task_data(const task_t *t)
 {
 	return t->data;
 }
 
-enum region_policy task_policy(const task_t *t)
+enum region_policy region_task_policy(const task_t *t)
 {
 	return (enum region_policy)t->rs.policy;
 }
@@ -110,7 +110,7 @@ static void send_signals(pthread_t thread, unsigned kinds)
 		pthread_kill(thread, region_sigmask_signal(TASK_INTR_FATAL));
 }
 
-void task_enter(task_t *t)
+void region_task_enter(task_t *t)
 {
 	struct thread_ctx *tc = region__thread_ctx();
 	unsigned pending;
@@ -165,7 +165,7 @@ static void unwind_regions(struct task *t)
 	atomic_store_explicit(&t->rs.count, 0, memory_order_release);
 }
 
-void task_leave(task_t *t)
+void region_task_leave(task_t *t)
 {
 	struct thread_ctx *tc = &region__tc;
 
@@ -207,7 +207,7 @@ static unsigned sigmask_blocks(const struct task *t)
 	return 0;
 }
 
-void task_interrupt(task_t *t, enum task_intr kind)
+void region_task_interrupt(task_t *t, enum task_intr kind)
 {
 	uint64_t zero = 0;
 
@@ -244,12 +244,12 @@ void task_interrupt(task_t *t, enum task_intr kind)
 	pthread_mutex_unlock(&t->lock);
 }
 
-unsigned task_pending(const task_t *t)
+unsigned region_task_pending(const task_t *t)
 {
 	return atomic_load_explicit(&t->pending, memory_order_acquire);
 }
 
-bool task_wait_ends_on(const task_t *t, enum task_intr kind)
+bool region_task_wait_ends_on(const task_t *t, enum task_intr kind)
 {
 	int eff;
 
@@ -275,7 +275,7 @@ void region__count_dropped(struct task *t)
 	}
 }
 
-void task_flush_interrupts(task_t *t)
+void region_task_flush_interrupts(task_t *t)
 {
 	region__count_dropped(t);
 	atomic_store_explicit(&t->pending, 0, memory_order_relaxed);
@@ -294,7 +294,7 @@ void task_flush_interrupts(task_t *t)
 
 /* Introspection. */
 
-void task_snapshot(task_t *t, struct task_info *ti)
+void region_task_snapshot(task_t *t, struct task_info *ti)
 {
 	uint64_t now = region_now_ns(), clk = region_clock_ms();
 	const char *what;
@@ -363,7 +363,8 @@ void task_snapshot(task_t *t, struct task_info *ti)
 	}
 }
 
-int task_foreach(int (*fn)(const struct task_info *ti, void *arg), void *arg)
+int region_task_foreach(int (*fn)(const struct task_info *ti, void *arg),
+			void *arg)
 {
 	struct task_info *ti;
 	struct task **all;
@@ -400,10 +401,10 @@ int task_foreach(int (*fn)(const struct task_info *ti, void *arg), void *arg)
 	/* fn runs without tasks_lock, so it may use any task call. */
 	for (unsigned i = 0; i < n; i++) {
 		if (rc == 0) {
-			task_snapshot(all[i], ti);
+			region_task_snapshot(all[i], ti);
 			rc = fn(ti, arg);
 		}
-		task_put(all[i]);
+		region_task_put(all[i]);
 	}
 	free(all);
 	free(ti);

@@ -47,7 +47,7 @@ enum task_mode region__eff(const struct region_state *rs, enum task_mode m)
 	return m;
 }
 
-enum task_mode task_effective_mode(enum task_mode mode)
+enum task_mode region_task_effective_mode(enum task_mode mode)
 {
 	const struct region_state *rs = region__cur;
 
@@ -144,7 +144,7 @@ static int intr_check(struct wait *w)
 
 	if (!t)
 		return 0;
-	/* Acquire: pairs with the release in task_interrupt(). */
+	/* Acquire: pairs with the release in region_task_interrupt(). */
 	pend = atomic_load_explicit(&t->pending, memory_order_acquire);
 	if (!pend)
 		return 0;
@@ -185,7 +185,7 @@ static int intr_check(struct wait *w)
 	return 0;
 }
 
-int task_check_interrupt(enum task_mode mode)
+int region_task_check_interrupt(enum task_mode mode)
 {
 	struct wait w;
 
@@ -275,8 +275,8 @@ static int wait_sleep(struct wait *w, const struct timespec *ts, int fd,
 	return fd >= 0 ? p[0].revents : 0;
 }
 
-int task_wait_fd(int fd, short events, enum task_mode mode, int64_t timeout_ns,
-		 short *revents)
+int region_task_wait_fd(int fd, short events, enum task_mode mode,
+			int64_t timeout_ns, short *revents)
 {
 	struct pollfd p = { fd, events, 0 };
 	struct timespec ts;
@@ -318,7 +318,7 @@ int task_wait_fd(int fd, short events, enum task_mode mode, int64_t timeout_ns,
 	return rc;
 }
 
-int task_sleep(int64_t ns, enum task_mode mode)
+int region_task_sleep(int64_t ns, enum task_mode mode)
 {
 	struct timespec ts;
 	struct wait w;
@@ -403,19 +403,19 @@ static bool wake_one(struct region__waiter **head, struct region__waiter **tail)
 
 /* Mutex. */
 
-void task_mutex_init(task_mutex_t *m)
+void region_task_mutex_init(task_mutex_t *m)
 {
 	atomic_init(&m->state, 0);
 	pthread_mutex_init(&m->wq_lock, NULL);
 	m->head = m->tail = NULL;
 }
 
-void task_mutex_destroy(task_mutex_t *m)
+void region_task_mutex_destroy(task_mutex_t *m)
 {
 	pthread_mutex_destroy(&m->wq_lock);
 }
 
-bool task_mutex_trylock(task_mutex_t *m)
+bool region_task_mutex_trylock(task_mutex_t *m)
 {
 	int z = 0;
 
@@ -466,21 +466,22 @@ static int mutex_lock_slow(task_mutex_t *m, enum task_mode mode,
 	return rc;
 }
 
-int task_mutex_lock(task_mutex_t *m, enum task_mode mode, int64_t timeout_ns)
+int region_task_mutex_lock(task_mutex_t *m, enum task_mode mode,
+			   int64_t timeout_ns)
 {
-	if (task_mutex_trylock(m))
+	if (region_task_mutex_trylock(m))
 		return 0;
 	return mutex_lock_slow(m, mode, timeout_ns);
 }
 
-void task_mutex_lock_nofail(task_mutex_t *m)
+void region_task_mutex_lock_nofail(task_mutex_t *m)
 {
-	int rc = task_mutex_lock(m, TASK_UNINTERRUPTIBLE, TASK_FOREVER);
+	int rc = region_task_mutex_lock(m, TASK_UNINTERRUPTIBLE, TASK_FOREVER);
 
 	(void)rc;
 }
 
-void task_mutex_unlock(task_mutex_t *m)
+void region_task_mutex_unlock(task_mutex_t *m)
 {
 	/* Release: the next owner sees this critical section's writes. */
 	if (atomic_exchange_explicit(&m->state, 0, memory_order_release) == 1)
@@ -492,19 +493,19 @@ void task_mutex_unlock(task_mutex_t *m)
 
 /* Condition variable. */
 
-void task_cond_init(task_cond_t *c)
+void region_task_cond_init(task_cond_t *c)
 {
 	pthread_mutex_init(&c->wq_lock, NULL);
 	c->head = c->tail = NULL;
 }
 
-void task_cond_destroy(task_cond_t *c)
+void region_task_cond_destroy(task_cond_t *c)
 {
 	pthread_mutex_destroy(&c->wq_lock);
 }
 
-int task_cond_wait(task_cond_t *c, task_mutex_t *m, enum task_mode mode,
-		   int64_t timeout_ns)
+int region_task_cond_wait(task_cond_t *c, task_mutex_t *m, enum task_mode mode,
+			  int64_t timeout_ns)
 {
 	struct region__waiter me = { 0 };
 	struct wait w;
@@ -517,7 +518,7 @@ int task_cond_wait(task_cond_t *c, task_mutex_t *m, enum task_mode mode,
 	pthread_mutex_lock(&c->wq_lock);
 	enqueue(&c->head, &c->tail, &me);
 	pthread_mutex_unlock(&c->wq_lock);
-	task_mutex_unlock(m);
+	region_task_mutex_unlock(m);
 
 	rc = wait_woken(&w, &me);
 
@@ -529,18 +530,18 @@ int task_cond_wait(task_cond_t *c, task_mutex_t *m, enum task_mode mode,
 	wait_exit(&w);
 	if (woken)
 		rc = 0;
-	task_mutex_lock_nofail(m);
+	region_task_mutex_lock_nofail(m);
 	return rc;
 }
 
-void task_cond_signal(task_cond_t *c)
+void region_task_cond_signal(task_cond_t *c)
 {
 	pthread_mutex_lock(&c->wq_lock);
 	wake_one(&c->head, &c->tail);
 	pthread_mutex_unlock(&c->wq_lock);
 }
 
-void task_cond_broadcast(task_cond_t *c)
+void region_task_cond_broadcast(task_cond_t *c)
 {
 	pthread_mutex_lock(&c->wq_lock);
 	while (wake_one(&c->head, &c->tail))

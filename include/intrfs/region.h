@@ -3,7 +3,7 @@
  * and interrupts, modelled in user space.
  *
  * A task is the unit of work that gets interrupted (later: one FUSE
- * request).  It runs on one thread at a time; task_enter() makes it the
+ * request).  It runs on one thread at a time; region_task_enter() makes it the
  * current task of the calling thread.  Every blocking primitive here takes a
  * per-call mode, as the kernel's waits do today, and returns 0, -EINTR or
  * -ETIMEDOUT.  Regions (region_begin_*() / region_end_*()) nest to any depth
@@ -25,7 +25,7 @@
  * that saw it goes on, and the interrupt is delivered at the first
  * interruptible point after the region ends.  Interrupts are sticky, like a
  * pending signal: once raised, every later wait that may deliver it returns
- * -EINTR, until task_flush_interrupts().
+ * -EINTR, until region_task_flush_interrupts().
  *
  * The begin/end fast path is inline (a handful of stores into the current
  * task's region state), which is why struct region_state is visible here; its
@@ -295,55 +295,55 @@ typedef struct task task_t;
 struct task_attr {
 	const char *name; /* copied; shown by introspection */
 	enum region_policy policy;
-	void *data; /* the creator's, returned by task_data() */
+	void *data; /* the creator's, returned by region_task_data() */
 };
 
 /* Returns a task holding one reference, or NULL with errno = ENOMEM. */
-task_t *task_create(const struct task_attr *attr);
-task_t *task_get(task_t *t);
-void task_put(task_t *t);
+task_t *region_task_create(const struct task_attr *attr);
+task_t *region_task_get(task_t *t);
+void region_task_put(task_t *t);
 
 /*
  * Makes t the calling thread's current task.  A thread runs one task at a
  * time; t must not be current on another thread.
  */
-void task_enter(task_t *t);
+void region_task_enter(task_t *t);
 /*
  * Ends t's run on this thread.  A task still inside a region is reported
  * (the region stack is named) and its regions are unwound.
  */
-void task_leave(task_t *t);
+void region_task_leave(task_t *t);
 
-task_t *task_current(void);
-uint64_t task_id(const task_t *t);
-void *task_data(const task_t *t);
-enum region_policy task_policy(const task_t *t);
+task_t *region_task_current(void);
+uint64_t region_task_id(const task_t *t);
+void *region_task_data(const task_t *t);
+enum region_policy region_task_policy(const task_t *t);
 
 /*
  * Raises an interrupt on t from any thread and wakes its current wait.  Safe
  * to call before t runs and after it has left; t stays referenced by the
  * caller.
  */
-void task_interrupt(task_t *t, enum task_intr kind);
+void region_task_interrupt(task_t *t, enum task_intr kind);
 /* Pending interrupts (a mask of enum task_intr). */
-unsigned task_pending(const task_t *t);
+unsigned region_task_pending(const task_t *t);
 /* Forgets pending interrupts, as flush_signals() does. */
-void task_flush_interrupts(task_t *t);
+void region_task_flush_interrupts(task_t *t);
 /*
  * True when t is inside a wait that an interrupt of this kind ends now
  * (for a caller that wants to answer for it at once); a snapshot, from any
  * thread.
  */
-bool task_wait_ends_on(const task_t *t, enum task_intr kind);
+bool region_task_wait_ends_on(const task_t *t, enum task_intr kind);
 
 /*
  * An interruptible point that does not block: -EINTR when an interrupt is
  * pending that a wait of this mode would deliver now, else 0.
  */
-REGION_MUST_CHECK int task_check_interrupt(enum task_mode mode);
+REGION_MUST_CHECK int region_task_check_interrupt(enum task_mode mode);
 
 /* The mode a wait of this per-call mode would have now, on this thread. */
-enum task_mode task_effective_mode(enum task_mode mode);
+enum task_mode region_task_effective_mode(enum task_mode mode);
 
 /* Per-call waits.  timeout_ns is relative, TASK_FOREVER for none. */
 
@@ -352,11 +352,12 @@ enum task_mode task_effective_mode(enum task_mode mode);
  * has in *revents when revents is not NULL.  A ready fd wins over a pending
  * interrupt, as in wait_event_interruptible().
  */
-REGION_MUST_CHECK int task_wait_fd(int fd, short events, enum task_mode mode,
-				   int64_t timeout_ns, short *revents);
+REGION_MUST_CHECK int region_task_wait_fd(int fd, short events,
+					  enum task_mode mode,
+					  int64_t timeout_ns, short *revents);
 
 /* Sleeps for ns; 0 when the time has passed, -EINTR when interrupted. */
-REGION_MUST_CHECK int task_sleep(int64_t ns, enum task_mode mode);
+REGION_MUST_CHECK int region_task_sleep(int64_t ns, enum task_mode mode);
 
 /* A mutex whose lock is a wait like the others (mutex_lock_interruptible). */
 typedef struct task_mutex {
@@ -371,14 +372,15 @@ typedef struct task_mutex {
 		0, PTHREAD_MUTEX_INITIALIZER, NULL, NULL \
 	}
 
-void task_mutex_init(task_mutex_t *m);
-void task_mutex_destroy(task_mutex_t *m);
-REGION_MUST_CHECK int task_mutex_lock(task_mutex_t *m, enum task_mode mode,
-				      int64_t timeout_ns);
+void region_task_mutex_init(task_mutex_t *m);
+void region_task_mutex_destroy(task_mutex_t *m);
+REGION_MUST_CHECK int region_task_mutex_lock(task_mutex_t *m,
+					     enum task_mode mode,
+					     int64_t timeout_ns);
 /* Uninterruptible and unbounded: cannot fail, like mutex_lock(). */
-void task_mutex_lock_nofail(task_mutex_t *m);
-REGION_MUST_CHECK bool task_mutex_trylock(task_mutex_t *m);
-void task_mutex_unlock(task_mutex_t *m);
+void region_task_mutex_lock_nofail(task_mutex_t *m);
+REGION_MUST_CHECK bool region_task_mutex_trylock(task_mutex_t *m);
+void region_task_mutex_unlock(task_mutex_t *m);
 
 typedef struct task_cond {
 	pthread_mutex_t wq_lock;
@@ -390,21 +392,22 @@ typedef struct task_cond {
 		PTHREAD_MUTEX_INITIALIZER, NULL, NULL \
 	}
 
-void task_cond_init(task_cond_t *c);
-void task_cond_destroy(task_cond_t *c);
+void region_task_cond_init(task_cond_t *c);
+void region_task_cond_destroy(task_cond_t *c);
 /*
  * Releases m, waits for a signal on c, takes m back (uninterruptibly) before
  * returning, whatever the result.  A waiter that was signalled returns 0 even
  * if an interrupt came too, so no wakeup is ever lost.
  */
-REGION_MUST_CHECK int task_cond_wait(task_cond_t *c, task_mutex_t *m,
-				     enum task_mode mode, int64_t timeout_ns);
-void task_cond_signal(task_cond_t *c);
-void task_cond_broadcast(task_cond_t *c);
+REGION_MUST_CHECK int region_task_cond_wait(task_cond_t *c, task_mutex_t *m,
+					    enum task_mode mode,
+					    int64_t timeout_ns);
+void region_task_cond_signal(task_cond_t *c);
+void region_task_cond_broadcast(task_cond_t *c);
 
 /* Introspection and checks. */
 
-/* A consistent-enough copy of a task for display; see task_foreach(). */
+/* A consistent-enough copy of a task for display; see region_task_foreach(). */
 struct task_info {
 	uint64_t id;
 	char name[48];
@@ -428,9 +431,10 @@ struct task_info {
 };
 
 /* Calls fn on a snapshot of every live task; stops when fn returns != 0. */
-int task_foreach(int (*fn)(const struct task_info *ti, void *arg), void *arg);
+int region_task_foreach(int (*fn)(const struct task_info *ti, void *arg),
+			void *arg);
 /* Fills ti from t. */
-void task_snapshot(task_t *t, struct task_info *ti);
+void region_task_snapshot(task_t *t, struct task_info *ti);
 
 /* Deferral times by decade: < 1 ms, < 10 ms, < 100 ms, < 1 s, < 10 s, more. */
 #define REGION_DEFERRAL_BUCKETS 6
@@ -444,7 +448,7 @@ struct region_policy_stats {
 };
 
 struct region_stats {
-	uint64_t raised; /* task_interrupt() calls */
+	uint64_t raised; /* region_task_interrupt() calls */
 	uint64_t delivered; /* interrupts that made a wait return -EINTR */
 	uint64_t deferred; /* interrupts a wait had to hold back */
 	uint64_t deferred_delivered; /* of those, delivered later */
@@ -473,7 +477,7 @@ void region_set_report_hook(void (*fn)(const char *msg, void *arg), void *arg);
  * delivered.  The hook runs on the thread where the event happens and must
  * not wait.  Interrupt events are seen at once everywhere; begin/end events
  * at once on the calling thread and on other threads from their next
- * task_enter(), which keeps the hook off the inline begin/end path.
+ * region_task_enter(), which keeps the hook off the inline begin/end path.
  */
 enum region_event_type {
 	REGION_EV_BEGIN,
@@ -514,7 +518,7 @@ uint64_t region_clock_ms(void);
  */
 uint64_t region_now_ns(void);
 
-const char *task_mode_name(enum task_mode mode);
+const char *region_task_mode_name(enum task_mode mode);
 /* "killable" or "uninterruptible". */
 const char *region_kind_name(enum region_kind kind);
 const char *region_policy_name(enum region_policy policy);

@@ -90,11 +90,11 @@ static void *lane_main(void *arg)
 {
 	struct lane *ln = arg;
 
-	task_enter(ln->r->lane_task);
+	region_task_enter(ln->r->lane_task);
 	NC_MODE_REGION_BEGIN(ln->r->opts.intr_mode, "intrfs-client: lane");
 	ln->fn(ln->job, 1);
 	NC_MODE_REGION_END(ln->r->opts.intr_mode);
-	task_leave(ln->r->lane_task);
+	region_task_leave(ln->r->lane_task);
 	return NULL;
 }
 

@@ -2,7 +2,7 @@
  * intrfs-client's local side: reading the input of a put and writing the
  * output of a cat, interruptibly.  A regular file or a block device never
  * blocks; on a pipe, a socket or a terminal each read and write first waits
- * in a task wait (task_wait_fd), so SIGINT ends a wait on a stalled peer
+ * in a task wait (region_task_wait_fd), so SIGINT ends a wait on a stalled peer
  * as it ends a wait for the server.
  *
  * It never blocks in read() or write() where an interrupt could not end
@@ -38,8 +38,9 @@ int cli_read_full(int fd, bool may_block, void *buf, size_t len, size_t *got)
 		ssize_t n;
 
 		if (may_block) {
-			int rc = task_wait_fd(fd, POLLIN, TASK_INTERRUPTIBLE,
-					      TASK_FOREVER, NULL);
+			int rc = region_task_wait_fd(fd, POLLIN,
+						     TASK_INTERRUPTIBLE,
+						     TASK_FOREVER, NULL);
 			if (rc < 0)
 				return rc;
 		}
@@ -72,8 +73,9 @@ int cli_write_full(int fd, bool may_block, const void *buf, size_t len)
 		ssize_t n;
 
 		if (may_block) {
-			int rc = task_wait_fd(fd, POLLOUT, TASK_INTERRUPTIBLE,
-					      TASK_FOREVER, NULL);
+			int rc = region_task_wait_fd(fd, POLLOUT,
+						     TASK_INTERRUPTIBLE,
+						     TASK_FOREVER, NULL);
 			if (rc < 0)
 				return rc;
 			if (step > PIPE_BUF)

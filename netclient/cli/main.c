@@ -13,7 +13,7 @@
  *
  * Every netclient call runs in one task, the main thread's.  SIGINT and
  * SIGTERM are blocked in every thread and taken by a small signal thread
- * with sigwait(), which raises the task's interrupts with task_interrupt()
+ * with sigwait(), which raises the task's interrupts with region_task_interrupt()
  * (not async-signal-safe, hence no handler): SIGINT raises a normal
  * interrupt, a second SIGINT or a SIGTERM a fatal one too, so a killable
  * wait can still be cut short.  The program's own waits on stdin and stdout
@@ -187,15 +187,15 @@ static void *sig_main(void *arg)
 		/* Acquire: pairs with the release in sig_thread_stop(). */
 		if (atomic_load_explicit(&s->stop, memory_order_acquire))
 			break;
-		task_interrupt(s->task, TASK_INTR_NORMAL);
-		task_interrupt(s->lane_task, TASK_INTR_NORMAL);
+		region_task_interrupt(s->task, TASK_INTR_NORMAL);
+		region_task_interrupt(s->lane_task, TASK_INTR_NORMAL);
 		/*
 		 * A second Ctrl-C is fatal, as SIGINT is to a process without
 		 * a handler: otherwise a hard, killable mount would ignore it.
 		 */
 		if (sig == SIGTERM || ++s->sigints > 1) {
-			task_interrupt(s->task, TASK_INTR_FATAL);
-			task_interrupt(s->lane_task, TASK_INTR_FATAL);
+			region_task_interrupt(s->task, TASK_INTR_FATAL);
+			region_task_interrupt(s->lane_task, TASK_INTR_FATAL);
 		}
 	}
 	return NULL;
@@ -362,15 +362,15 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	attr.policy = r.opts.policy;
-	r.task = task_create(&attr);
+	r.task = region_task_create(&attr);
 	attr.name = PROG " lane";
-	r.lane_task = r.task ? task_create(&attr) : NULL;
+	r.lane_task = r.task ? region_task_create(&attr) : NULL;
 	if (!r.task || !r.lane_task) {
 		fprintf(stderr, "%s: cannot create a task: %s\n", PROG,
 			strerror(errno));
 		return EXIT_FAIL;
 	}
-	task_enter(r.task);
+	region_task_enter(r.task);
 	rc = sig_thread_start(&sigs, r.task, r.lane_task);
 	if (rc < 0) {
 		fprintf(stderr, "%s: cannot start the signal thread: %s\n",
@@ -393,8 +393,8 @@ int main(int argc, char **argv)
 		nc_client_destroy(r.client);
 	sig_thread_stop(&sigs);
 out_leave:
-	task_leave(r.task);
-	task_put(r.task);
-	task_put(r.lane_task);
+	region_task_leave(r.task);
+	region_task_put(r.task);
+	region_task_put(r.lane_task);
 	return status;
 }

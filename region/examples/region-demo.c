@@ -70,7 +70,7 @@ static void *worker(void *arg)
 	uint64_t t0;
 	char byte;
 
-	task_enter(r->task);
+	region_task_enter(r->task);
 	for (const char *p = s; *p; p++) {
 		if (*p == 'U')
 			region_begin_uninterruptible("demo: hard mount");
@@ -80,12 +80,13 @@ static void *worker(void *arg)
 	sem_post(&r->entered);
 	t0 = region_now_ns();
 	if (r->sc->lock) {
-		r->rc_wait = task_mutex_lock(&r->lock, r->sc->mode, 1000000000);
+		r->rc_wait = region_task_mutex_lock(&r->lock, r->sc->mode,
+						    1000000000);
 		if (r->rc_wait == 0)
-			task_mutex_unlock(&r->lock);
+			region_task_mutex_unlock(&r->lock);
 	} else {
-		r->rc_wait = task_wait_fd(r->pipefd[0], POLLIN, r->sc->mode,
-					  1000000000, NULL);
+		r->rc_wait = region_task_wait_fd(r->pipefd[0], POLLIN,
+						 r->sc->mode, 1000000000, NULL);
 		if (r->rc_wait == 0 && read(r->pipefd[0], &byte, 1) != 1)
 			r->rc_wait = -EIO;
 	}
@@ -96,8 +97,8 @@ static void *worker(void *arg)
 		else
 			region_end_killable();
 	}
-	r->rc_after = task_check_interrupt(TASK_INTERRUPTIBLE);
-	task_leave(r->task);
+	r->rc_after = region_task_check_interrupt(TASK_INTERRUPTIBLE);
+	region_task_leave(r->task);
 	return NULL;
 }
 
@@ -125,9 +126,10 @@ static void run_one(const struct scenario *sc, enum region_policy policy,
 	struct run r = { .sc = sc, .pipefd = { -1, -1 } };
 	pthread_t th;
 
-	task_mutex_init(&r.lock);
-	task_mutex_lock_nofail(&r.lock); /* held until the wait completes */
-	r.task = task_create(&attr);
+	region_task_mutex_init(&r.lock);
+	region_task_mutex_lock_nofail(
+		&r.lock); /* held until the wait completes */
+	r.task = region_task_create(&attr);
 	if (!r.task || pipe(r.pipefd) < 0) {
 		snprintf(out, len, "setup failed: %s", strerror(errno));
 		return;
@@ -137,11 +139,11 @@ static void run_one(const struct scenario *sc, enum region_policy policy,
 	pthread_create(&th, NULL, worker, &r);
 	sem_wait(&r.entered);
 	usleep(2000); /* let it reach the wait */
-	task_interrupt(r.task, sc->intr);
+	region_task_interrupt(r.task, sc->intr);
 	usleep(20000);
 	if (write(r.pipefd[1], "x", 1) != 1)
 		perror("write");
-	task_mutex_unlock(&r.lock);
+	region_task_mutex_unlock(&r.lock);
 	pthread_join(th, NULL);
 	region_stats_get(&after);
 	r.deferral_ns = after.deferral_ns_total - before.deferral_ns_total;
@@ -149,8 +151,8 @@ static void run_one(const struct scenario *sc, enum region_policy policy,
 	close(r.pipefd[0]);
 	close(r.pipefd[1]);
 	sem_destroy(&r.entered);
-	task_mutex_destroy(&r.lock);
-	task_put(r.task);
+	region_task_mutex_destroy(&r.lock);
+	region_task_put(r.task);
 }
 
 int main(void)
@@ -166,7 +168,7 @@ int main(void)
 		const struct scenario *sc = &scenarios[i];
 
 		printf("%s\n  regions \"%s\", %s %s, %s interrupt\n", sc->title,
-		       sc->stack, task_mode_name(sc->mode),
+		       sc->stack, region_task_mode_name(sc->mode),
 		       sc->lock ? "mutex lock" : "fd wait",
 		       sc->intr == TASK_INTR_FATAL ? "fatal" : "normal");
 		for (unsigned p = 0; p < 3; p++) {

@@ -37,8 +37,8 @@ static double waits(int fd, long n)
 	uint64_t t0 = region_now_ns();
 
 	for (long i = 0; i < n; i++) {
-		int rc = task_wait_fd(fd, POLLIN, TASK_INTERRUPTIBLE,
-				      TASK_FOREVER, NULL);
+		int rc = region_task_wait_fd(fd, POLLIN, TASK_INTERRUPTIBLE,
+					     TASK_FOREVER, NULL);
 
 		if (rc != 0)
 			abort();
@@ -81,8 +81,8 @@ int main(int argc, char **argv)
 	double region[ROUNDS], sigmask[ROUNDS], wait[ROUNDS], raw[ROUNDS];
 	double scale = argc > 1 ? atof(argv[1]) : 1.0;
 	long n_pair = (long)(20000000 * scale), n_sys = (long)(200000 * scale);
-	task_t *rt = task_create(&region_attr);
-	task_t *st = task_create(&sigmask_attr);
+	task_t *rt = region_task_create(&region_attr);
+	task_t *st = region_task_create(&sigmask_attr);
 	int fd = eventfd(1, EFD_NONBLOCK);
 
 	if (!rt || !st || fd < 0) {
@@ -94,14 +94,14 @@ int main(int argc, char **argv)
 	if (n_sys < 100)
 		n_sys = 100;
 	for (int r = 0; r < ROUNDS; r++) {
-		task_enter(rt);
+		region_task_enter(rt);
 		region[r] = pairs(n_pair);
 		wait[r] = waits(fd, n_sys);
 		raw[r] = polls(fd, n_sys);
-		task_leave(rt);
-		task_enter(st);
+		region_task_leave(rt);
+		region_task_enter(st);
 		sigmask[r] = pairs(n_sys);
-		task_leave(st);
+		region_task_leave(st);
 	}
 	double rp = best(region), sp = best(sigmask);
 	double wr = best(wait), pr = best(raw);
@@ -112,8 +112,8 @@ int main(int argc, char **argv)
 	printf("wait_ready_ns=%.1f\n", wr);
 	printf("poll_ready_ns=%.1f\n", pr);
 	printf("wait_over_poll=%.3f\n", wr / pr);
-	task_put(rt);
-	task_put(st);
+	region_task_put(rt);
+	region_task_put(st);
 	close(fd);
 	return 0;
 }

@@ -41,8 +41,8 @@ static void ctx_open(struct ctx *x, const char *extra)
 	snprintf(x->local, sizeof(x->local), "%s/%s", x->env.export_dir, sub);
 	ASSERT_EQ(mkdir(x->local, 0777), 0);
 	ASSERT_EQ(chmod(x->local, 0777), 0);
-	x->task = task_create(&attr);
-	task_enter(x->task);
+	x->task = region_task_create(&attr);
+	region_task_enter(x->task);
 	nc_opts_init(&o);
 	snprintf(opts, sizeof(opts), "port=%u,mountport=%u%s%s",
 		 x->env.nfs_port, x->env.mount_port, extra[0] ? "," : "",
@@ -62,8 +62,8 @@ static void ctx_open(struct ctx *x, const char *extra)
 static void ctx_close(struct ctx *x)
 {
 	nc_client_destroy(x->c);
-	task_leave(x->task);
-	task_put(x->task);
+	region_task_leave(x->task);
+	region_task_put(x->task);
 }
 
 static const char *lp(const struct ctx *x, const char *rel)
@@ -376,8 +376,8 @@ TEST_IMPL(client_mount_errors)
 	task_t *t;
 
 	testenv_server(&e);
-	t = task_create(&attr);
-	task_enter(t);
+	t = region_task_create(&attr);
+	region_task_enter(t);
 	nc_cred_self(&cred);
 
 	/* A path the server does not export. */
@@ -450,8 +450,8 @@ TEST_IMPL(client_mount_errors)
 	ASSERT_EQ(nc_opts_parse(&o, "policy=bsd", NULL, NULL, err, sizeof(err)),
 		  -EINVAL);
 	ASSERT_CONTAINS(err, "percall, region, sigmask or linux, not 'bsd'");
-	task_leave(t);
-	task_put(t);
+	region_task_leave(t);
+	region_task_put(t);
 	return 0;
 }
 

@@ -5,5 +5,5 @@ void wait_for(task_cond_t *c, task_mutex_t *m);
 
 void wait_for(task_cond_t *c, task_mutex_t *m)
 {
-	task_cond_wait(c, m, TASK_INTERRUPTIBLE, TASK_FOREVER);
+	region_task_cond_wait(c, m, TASK_INTERRUPTIBLE, TASK_FOREVER);
 }

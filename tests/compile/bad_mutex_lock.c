@@ -5,5 +5,5 @@ void take(task_mutex_t *m);
 
 void take(task_mutex_t *m)
 {
-	task_mutex_lock(m, TASK_INTERRUPTIBLE, TASK_FOREVER);
+	region_task_mutex_lock(m, TASK_INTERRUPTIBLE, TASK_FOREVER);
 }

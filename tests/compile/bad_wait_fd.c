@@ -7,5 +7,5 @@ void wait_readable(int fd);
 
 void wait_readable(int fd)
 {
-	task_wait_fd(fd, POLLIN, TASK_KILLABLE, TASK_FOREVER, NULL);
+	region_task_wait_fd(fd, POLLIN, TASK_KILLABLE, TASK_FOREVER, NULL);
 }

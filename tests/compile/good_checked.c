@@ -7,13 +7,14 @@ int take_and_wait(task_mutex_t *m, task_cond_t *c, int fd);
 
 int take_and_wait(task_mutex_t *m, task_cond_t *c, int fd)
 {
-	int rc = task_mutex_lock(m, TASK_INTERRUPTIBLE, TASK_FOREVER);
+	int rc = region_task_mutex_lock(m, TASK_INTERRUPTIBLE, TASK_FOREVER);
 
 	if (rc)
 		return rc;
-	rc = task_cond_wait(c, m, TASK_INTERRUPTIBLE, TASK_FOREVER);
-	task_mutex_unlock(m);
+	rc = region_task_cond_wait(c, m, TASK_INTERRUPTIBLE, TASK_FOREVER);
+	region_task_mutex_unlock(m);
 	if (rc)
 		return rc;
-	return task_wait_fd(fd, POLLIN, TASK_KILLABLE, TASK_FOREVER, NULL);
+	return region_task_wait_fd(fd, POLLIN, TASK_KILLABLE, TASK_FOREVER,
+				   NULL);
 }

@@ -69,10 +69,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t off = 0;
 
 	memset(&waiter, 0, sizeof(waiter));
-	task_cond_init(&waiter.cond);
+	region_task_cond_init(&waiter.cond);
 	memset(calls, 0, sizeof(calls));
 	memset(res, 0, sizeof(res));
-	task_mutex_lock_nofail(&x->lock);
+	region_task_mutex_lock_nofail(&x->lock);
 	for (unsigned i = 0; i < CALLS; i++) {
 		rpcs[i] = (struct nc__rpc){ 0 };
 		rpcs[i].xres = results[i];
@@ -83,7 +83,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		calls[i].state = NC__CALL_SENT;
 		nc__xid_insert(x, &calls[i]);
 	}
-	task_mutex_unlock(&x->lock);
+	region_task_mutex_unlock(&x->lock);
 
 	/* Chunk sizes come from the input, so splits land anywhere. */
 	while (off < size) {
@@ -103,11 +103,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		free(calls[i].reply);
 	}
 	/* The calls still waiting leave the table (a no-op for the rest). */
-	task_mutex_lock_nofail(&x->lock);
+	region_task_mutex_lock_nofail(&x->lock);
 	for (unsigned i = 0; i < CALLS; i++)
 		nc__call_finish(x, &calls[i], -ECANCELED);
-	task_mutex_unlock(&x->lock);
-	task_cond_destroy(&waiter.cond);
+	region_task_mutex_unlock(&x->lock);
+	region_task_cond_destroy(&waiter.cond);
 	nc__rx_reset(&rx);
 	return 0;
 }

@@ -43,35 +43,36 @@ int main(void)
 	CHECK(policy == REGION_POLICY_REGION);
 	region_stats_get(&before);
 
-	t = task_create(&attr);
+	t = region_task_create(&attr);
 	CHECK(t != NULL);
-	task_enter(t);
-	CHECK(task_current() == t);
+	region_task_enter(t);
+	CHECK(region_task_current() == t);
 	check_depths(0, 0);
 
 	region_begin_uninterruptible("outside: hard");
 	region_begin_killable("outside: killable");
 	check_depths(1, 1);
-	CHECK(task_effective_mode(TASK_INTERRUPTIBLE) == TASK_UNINTERRUPTIBLE);
+	CHECK(region_task_effective_mode(TASK_INTERRUPTIBLE) ==
+	      TASK_UNINTERRUPTIBLE);
 
 	/* Raised inside the regions: pending, but no wait may deliver it. */
-	task_interrupt(t, TASK_INTR_FATAL);
-	CHECK(task_pending(t) == TASK_INTR_FATAL);
-	CHECK(task_check_interrupt(TASK_INTERRUPTIBLE) == 0);
+	region_task_interrupt(t, TASK_INTR_FATAL);
+	CHECK(region_task_pending(t) == TASK_INTR_FATAL);
+	CHECK(region_task_check_interrupt(TASK_INTERRUPTIBLE) == 0);
 
 	region_end_killable();
 	region_end_uninterruptible();
 	check_depths(0, 0);
 
 	/* Out of the regions, the first interruptible point delivers it. */
-	CHECK(task_check_interrupt(TASK_INTERRUPTIBLE) == -EINTR);
-	CHECK(task_sleep(1000000, TASK_KILLABLE) == -EINTR);
-	task_flush_interrupts(t);
-	CHECK(task_sleep(1000, TASK_INTERRUPTIBLE) == 0);
+	CHECK(region_task_check_interrupt(TASK_INTERRUPTIBLE) == -EINTR);
+	CHECK(region_task_sleep(1000000, TASK_KILLABLE) == -EINTR);
+	region_task_flush_interrupts(t);
+	CHECK(region_task_sleep(1000, TASK_INTERRUPTIBLE) == 0);
 
-	task_leave(t);
-	CHECK(task_current() == NULL);
-	task_put(t);
+	region_task_leave(t);
+	CHECK(region_task_current() == NULL);
+	region_task_put(t);
 
 	region_stats_get(&after);
 	CHECK(after.raised == before.raised + 1);

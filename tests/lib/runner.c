@@ -57,7 +57,7 @@ void test_wait_task(task_t *t, const char *what, unsigned ms)
 {
 	struct task_info ti;
 
-	ASSERT_WITHIN((task_snapshot(t, &ti), ti.waiting) &&
+	ASSERT_WITHIN((region_task_snapshot(t, &ti), ti.waiting) &&
 			      (!what || strcmp(ti.wait_what, what) == 0),
 		      ms);
 }

@@ -122,20 +122,20 @@ static void *table_worker(void *arg)
 	struct table_case *tc = arg;
 	char byte;
 
-	task_enter(tc->task);
+	region_task_enter(tc->task);
 	sem_post(&tc->entered);
 	if (tc->when == BEFORE_WAIT)
 		sem_wait(&tc->raised);
 	test_begin_stack(tc->row->stack);
-	tc->r1 = task_wait_fd(tc->pipefd[0], POLLIN, tc->row->mode, 2000000000,
-			      NULL);
+	tc->r1 = region_task_wait_fd(tc->pipefd[0], POLLIN, tc->row->mode,
+				     2000000000, NULL);
 	if (tc->r1 == 0 && read(tc->pipefd[0], &byte, 1) != 1)
 		tc->r1 = -EIO;
 	test_end_stack(tc->row->stack);
-	tc->r2 = task_wait_fd(tc->pipefd[0], POLLIN, tc->row->mode, 30000000,
-			      NULL);
-	tc->pending = task_pending(tc->task);
-	task_leave(tc->task);
+	tc->r2 = region_task_wait_fd(tc->pipefd[0], POLLIN, tc->row->mode,
+				     30000000, NULL);
+	tc->pending = region_task_pending(tc->task);
+	region_task_leave(tc->task);
 	return NULL;
 }
 
@@ -155,7 +155,7 @@ static void run_table_case(struct table_case *tc)
 	struct task_info ti;
 	pthread_t th;
 
-	tc->task = task_create(&attr);
+	tc->task = region_task_create(&attr);
 	ASSERT_NOT_NULL(tc->task);
 	ASSERT_EQ(pipe(tc->pipefd), 0);
 	sem_init(&tc->entered, 0, 0);
@@ -164,7 +164,7 @@ static void run_table_case(struct table_case *tc)
 	sem_wait(&tc->entered);
 	if (tc->when == DURING_WAIT)
 		wait_until_waiting(tc->task);
-	task_interrupt(tc->task, row->kind);
+	region_task_interrupt(tc->task, row->kind);
 	if (tc->when == BEFORE_WAIT)
 		sem_post(&tc->raised);
 	if (want != NOW) {
@@ -173,7 +173,7 @@ static void run_table_case(struct table_case *tc)
 		ASSERT_EQ(write(tc->pipefd[1], "x", 1), 1);
 	}
 	pthread_join(th, NULL);
-	task_snapshot(tc->task, &ti);
+	region_task_snapshot(tc->task, &ti);
 
 	if (want == NOW) {
 		ASSERT_EQ(tc->r1, -EINTR);
@@ -191,7 +191,7 @@ static void run_table_case(struct table_case *tc)
 	close(tc->pipefd[1]);
 	sem_destroy(&tc->entered);
 	sem_destroy(&tc->raised);
-	task_put(tc->task);
+	region_task_put(tc->task);
 }
 
 TEST_IMPL(region_interrupt_table)
@@ -212,7 +212,7 @@ TEST_IMPL(region_interrupt_table)
 					"case: stack \"%s\" mode %s "
 					"kind %s policy %s %s\n",
 					table[r].stack,
-					task_mode_name(table[r].mode),
+					region_task_mode_name(table[r].mode),
 					table[r].kind == NRM ? "normal" :
 							       "fatal",
 					region_policy_name(policies[p]),
@@ -236,20 +236,20 @@ static void *unwind_worker(void *arg)
 {
 	struct unwind_arg *ua = arg;
 
-	task_enter(ua->task);
+	region_task_enter(ua->task);
 	region_begin_killable("outer killable");
 	region_begin_uninterruptible("middle uninterruptible");
 	region_begin_killable("inner killable");
-	task_interrupt(ua->task, TASK_INTR_NORMAL);
-	ua->rc[0] = task_sleep(1000000, TASK_INTERRUPTIBLE);
+	region_task_interrupt(ua->task, TASK_INTR_NORMAL);
+	ua->rc[0] = region_task_sleep(1000000, TASK_INTERRUPTIBLE);
 	region_end_killable();
-	ua->rc[1] = task_sleep(1000000, TASK_INTERRUPTIBLE);
+	ua->rc[1] = region_task_sleep(1000000, TASK_INTERRUPTIBLE);
 	region_end_uninterruptible();
 	/* Still inside the outer killable region: a normal one waits. */
-	ua->rc[2] = task_sleep(1000000, TASK_INTERRUPTIBLE);
+	ua->rc[2] = region_task_sleep(1000000, TASK_INTERRUPTIBLE);
 	region_end_killable();
-	ua->rc[3] = task_sleep(1000000, TASK_INTERRUPTIBLE);
-	task_leave(ua->task);
+	ua->rc[3] = region_task_sleep(1000000, TASK_INTERRUPTIBLE);
+	region_task_leave(ua->task);
 	return NULL;
 }
 
@@ -261,14 +261,14 @@ TEST_IMPL(region_inner_end_keeps_outer)
 		struct unwind_arg ua = { (enum region_policy)p, NULL, { 0 } };
 		pthread_t th;
 
-		ua.task = task_create(&attr);
+		ua.task = region_task_create(&attr);
 		ASSERT_EQ(pthread_create(&th, NULL, unwind_worker, &ua), 0);
 		pthread_join(th, NULL);
 		ASSERT_EQ(ua.rc[0], 0);
 		ASSERT_EQ(ua.rc[1], 0);
 		ASSERT_EQ(ua.rc[2], 0);
 		ASSERT_EQ(ua.rc[3], -EINTR);
-		task_put(ua.task);
+		region_task_put(ua.task);
 	}
 	return 0;
 }
@@ -280,17 +280,17 @@ static void *stats_worker(void *arg)
 	task_t *t = arg;
 	int rc;
 
-	task_enter(t);
+	region_task_enter(t);
 	region_begin_uninterruptible("stats");
-	task_interrupt(t, TASK_INTR_FATAL);
-	rc = task_sleep(30000000, TASK_INTERRUPTIBLE);
+	region_task_interrupt(t, TASK_INTR_FATAL);
+	rc = region_task_sleep(30000000, TASK_INTERRUPTIBLE);
 	ASSERT_EQ(rc, 0);
 	region_end_uninterruptible();
-	rc = task_check_interrupt(TASK_KILLABLE);
+	rc = region_task_check_interrupt(TASK_KILLABLE);
 	ASSERT_EQ(rc, -EINTR);
-	rc = task_check_interrupt(TASK_KILLABLE);
+	rc = region_task_check_interrupt(TASK_KILLABLE);
 	ASSERT_EQ(rc, -EINTR);
-	task_leave(t);
+	region_task_leave(t);
 	return NULL;
 }
 
@@ -298,7 +298,7 @@ TEST_IMPL(region_stats_deferral)
 {
 	struct task_attr attr = { "stats", REGION_POLICY_REGION, NULL };
 	struct region_stats before, after;
-	task_t *t = task_create(&attr);
+	task_t *t = region_task_create(&attr);
 	struct task_info ti;
 	pthread_t th;
 
@@ -319,12 +319,12 @@ TEST_IMPL(region_stats_deferral)
 	/* In the histogram's 10-100 ms decade. */
 	ASSERT_UINT64_EQ(after.deferral_hist[2] - before.deferral_hist[2], 1);
 	/* The task's own record says the same. */
-	task_snapshot(t, &ti);
+	region_task_snapshot(t, &ti);
 	ASSERT_EQ(ti.deferred, TASK_INTR_FATAL);
 	ASSERT_EQ(ti.delivered, TASK_INTR_FATAL);
 	ASSERT_UINT64_GE(ti.deferral_ns, 29000000);
 	ASSERT_UINT64_LE(ti.deferral_ns, after.deferral_ns_max);
-	task_put(t);
+	region_task_put(t);
 	return 0;
 }
 
@@ -337,19 +337,19 @@ TEST_IMPL(region_stats_dropped)
 	struct task_attr attr = { "dropped", REGION_POLICY_SIGMASK, NULL };
 	struct region_stats before, after;
 	const struct region_policy_stats *b, *a;
-	task_t *t = task_create(&attr);
+	task_t *t = region_task_create(&attr);
 
 	region_stats_get(&before);
-	task_enter(t);
+	region_task_enter(t);
 	region_begin_killable("held");
-	task_interrupt(t, TASK_INTR_NORMAL);
-	ASSERT_EQ(task_sleep(1000000, TASK_INTERRUPTIBLE), 0);
+	region_task_interrupt(t, TASK_INTR_NORMAL);
+	ASSERT_EQ(region_task_sleep(1000000, TASK_INTERRUPTIBLE), 0);
 	region_end_killable();
-	task_flush_interrupts(t);
-	task_interrupt(t, TASK_INTR_FATAL);
-	ASSERT_EQ(task_sleep(1000000, TASK_INTERRUPTIBLE), -EINTR);
-	task_leave(t);
-	task_put(t);
+	region_task_flush_interrupts(t);
+	region_task_interrupt(t, TASK_INTR_FATAL);
+	ASSERT_EQ(region_task_sleep(1000000, TASK_INTERRUPTIBLE), -EINTR);
+	region_task_leave(t);
+	region_task_put(t);
 	region_stats_get(&after);
 	b = &before.per_policy[REGION_POLICY_SIGMASK];
 	a = &after.per_policy[REGION_POLICY_SIGMASK];
@@ -382,23 +382,23 @@ static void record_event(const struct region_event *ev, void *arg)
 TEST_IMPL(region_events)
 {
 	struct task_attr attr = { "events", REGION_POLICY_REGION, NULL };
-	task_t *t = task_create(&attr);
+	task_t *t = region_task_create(&attr);
 	int rc;
 
-	task_enter(t);
+	region_task_enter(t);
 	region_set_event_hook(record_event, NULL);
 	region_begin_killable("ev outer");
 	region_begin_uninterruptible("ev inner");
-	task_interrupt(t, TASK_INTR_NORMAL);
-	rc = task_check_interrupt(TASK_INTERRUPTIBLE);
+	region_task_interrupt(t, TASK_INTR_NORMAL);
+	rc = region_task_check_interrupt(TASK_INTERRUPTIBLE);
 	ASSERT_EQ(rc, 0);
 	region_end_uninterruptible();
 	region_end_killable();
-	rc = task_check_interrupt(TASK_INTERRUPTIBLE);
+	rc = region_task_check_interrupt(TASK_INTERRUPTIBLE);
 	ASSERT_EQ(rc, -EINTR);
 	region_set_event_hook(NULL, NULL);
-	task_leave(t);
-	task_put(t);
+	region_task_leave(t);
+	region_task_put(t);
 
 	ASSERT_EQ(events.n, 7);
 	ASSERT_EQ(events.type[0], REGION_EV_BEGIN);
@@ -429,9 +429,9 @@ TEST_IMPL(region_sigmask_masks)
 	struct task_attr attr = { "sigmask", REGION_POLICY_SIGMASK, NULL };
 	int nrm = region_sigmask_signal(TASK_INTR_NORMAL);
 	int ftl = region_sigmask_signal(TASK_INTR_FATAL);
-	task_t *t = task_create(&attr);
+	task_t *t = region_task_create(&attr);
 
-	task_enter(t);
+	region_task_enter(t);
 	ASSERT(!blocked(nrm) && !blocked(ftl));
 	region_begin_killable("mask normal");
 	ASSERT(blocked(nrm) && !blocked(ftl));
@@ -444,8 +444,8 @@ TEST_IMPL(region_sigmask_masks)
 	ASSERT(blocked(nrm) && !blocked(ftl));
 	region_end_killable();
 	ASSERT(!blocked(nrm) && !blocked(ftl));
-	task_leave(t);
-	task_put(t);
+	region_task_leave(t);
+	region_task_put(t);
 	return 0;
 }
 
@@ -502,26 +502,26 @@ TEST_IMPL(region_leave_inside_region_reported)
 {
 	struct task_attr attr = { "leaky", REGION_POLICY_SIGMASK, NULL };
 	struct region_stats before, after;
-	task_t *t = task_create(&attr);
+	task_t *t = region_task_create(&attr);
 	struct task_info ti;
 	unsigned u, k;
 
 	region_set_report_hook(capture_report, NULL);
 	region_stats_get(&before);
-	task_enter(t);
+	region_task_enter(t);
 	region_begin_killable("leaky: forgot to end this");
-	task_leave(t);
+	region_task_leave(t);
 	region_stats_get(&after);
 	ASSERT_UINT64_EQ(after.unbalanced_leave - before.unbalanced_leave, 1);
 	ASSERT_CONTAINS(report_buf, "finished inside 1 region");
 	ASSERT_CONTAINS(report_buf, "leaky: forgot to end this");
-	task_snapshot(t, &ti);
+	region_task_snapshot(t, &ti);
 	ASSERT_EQ(ti.depth, 0);
 	/* The thread's own state and mask are back as they were. */
 	region_depths(&u, &k);
 	ASSERT_EQ(u + k, 0);
 	ASSERT(!blocked(region_sigmask_signal(TASK_INTR_NORMAL)));
-	task_put(t);
+	region_task_put(t);
 	return 0;
 }
 
@@ -532,25 +532,25 @@ static void *watchdog_worker(void *arg)
 	task_t *t = arg;
 	int rc;
 
-	task_enter(t);
+	region_task_enter(t);
 	/* Interruptible and long: not reported. */
-	rc = task_sleep(300000000, TASK_INTERRUPTIBLE);
+	rc = region_task_sleep(300000000, TASK_INTERRUPTIBLE);
 	ASSERT_EQ(rc, 0);
 	ASSERT_EQ(report_count, 0);
 	region_begin_killable("watchdog: outer killable");
 	region_begin_uninterruptible("watchdog: waiting for the server");
-	rc = task_sleep(300000000, TASK_INTERRUPTIBLE);
+	rc = region_task_sleep(300000000, TASK_INTERRUPTIBLE);
 	ASSERT_EQ(rc, 0);
 	region_end_uninterruptible();
 	region_end_killable();
-	task_leave(t);
+	region_task_leave(t);
 	return NULL;
 }
 
 TEST_IMPL(region_watchdog_reports)
 {
 	struct task_attr attr = { "hung", REGION_POLICY_REGION, NULL };
-	task_t *t = task_create(&attr);
+	task_t *t = region_task_create(&attr);
 	pthread_t th;
 
 	region_set_report_hook(capture_report, NULL);
@@ -567,7 +567,7 @@ TEST_IMPL(region_watchdog_reports)
 	ASSERT_CONTAINS(report_buf, "test_region.c:");
 	/* The coarse clock dated the frames: ages are shown. */
 	ASSERT_CONTAINS(report_buf, "ms ago");
-	task_put(t);
+	region_task_put(t);
 	return 0;
 }
 
@@ -587,12 +587,12 @@ static void *lock_worker(void *arg)
 {
 	struct lock_arg *la = arg;
 
-	task_enter(la->task);
+	region_task_enter(la->task);
 	sem_post(&la->started);
-	la->rc = task_mutex_lock(la->m, la->mode, 2000000000);
+	la->rc = region_task_mutex_lock(la->m, la->mode, 2000000000);
 	if (la->rc == 0)
-		task_mutex_unlock(la->m);
-	task_leave(la->task);
+		region_task_mutex_unlock(la->m);
+	region_task_leave(la->task);
 	return NULL;
 }
 
@@ -605,38 +605,38 @@ TEST_IMPL(region_mutex)
 	int rc;
 
 	/* Uncontended, then a timeout while held. */
-	rc = task_mutex_lock(&m, TASK_INTERRUPTIBLE, TASK_FOREVER);
+	rc = region_task_mutex_lock(&m, TASK_INTERRUPTIBLE, TASK_FOREVER);
 	ASSERT_EQ(rc, 0);
-	ASSERT(!task_mutex_trylock(&m));
-	rc = task_mutex_lock(&m, TASK_UNINTERRUPTIBLE, 5000000);
+	ASSERT(!region_task_mutex_trylock(&m));
+	rc = region_task_mutex_lock(&m, TASK_UNINTERRUPTIBLE, 5000000);
 	ASSERT_EQ(rc, -ETIMEDOUT);
 
 	/* An interruptible lock is cut short by an interrupt. */
 	sem_init(&la.started, 0, 0);
-	la.task = task_create(&attr);
+	la.task = region_task_create(&attr);
 	ASSERT_EQ(pthread_create(&th, NULL, lock_worker, &la), 0);
 	sem_wait(&la.started);
 	wait_until_waiting(la.task);
-	task_interrupt(la.task, TASK_INTR_NORMAL);
+	region_task_interrupt(la.task, TASK_INTR_NORMAL);
 	pthread_join(th, NULL);
 	ASSERT_EQ(la.rc, -EINTR);
-	task_put(la.task);
+	region_task_put(la.task);
 
 	/* A killable one is not, and gets the lock on unlock. */
-	la.task = task_create(&attr);
+	la.task = region_task_create(&attr);
 	la.mode = TASK_KILLABLE;
 	ASSERT_EQ(pthread_create(&th, NULL, lock_worker, &la), 0);
 	sem_wait(&la.started);
 	wait_until_waiting(la.task);
-	task_interrupt(la.task, TASK_INTR_NORMAL);
+	region_task_interrupt(la.task, TASK_INTR_NORMAL);
 	/* Long enough for a wrongly delivered interrupt to end the wait. */
 	test_sleep_ms(10);
-	task_mutex_unlock(&m);
+	region_task_mutex_unlock(&m);
 	pthread_join(th, NULL);
 	ASSERT_EQ(la.rc, 0);
-	task_put(la.task);
-	ASSERT(task_mutex_trylock(&m));
-	task_mutex_unlock(&m);
+	region_task_put(la.task);
+	ASSERT(region_task_mutex_trylock(&m));
+	region_task_mutex_unlock(&m);
 	return 0;
 }
 
@@ -644,16 +644,17 @@ static void *cond_worker(void *arg)
 {
 	struct lock_arg *la = arg;
 
-	task_enter(la->task);
-	task_mutex_lock_nofail(la->m);
+	region_task_enter(la->task);
+	region_task_mutex_lock_nofail(la->m);
 	sem_post(&la->started);
 	la->rc = 0;
 	while (!la->flag && la->rc == 0)
-		la->rc = task_cond_wait(la->c, la->m, la->mode, 2000000000);
+		la->rc = region_task_cond_wait(la->c, la->m, la->mode,
+					       2000000000);
 	/* The mutex is held again whatever the result. */
-	ASSERT(!task_mutex_trylock(la->m));
-	task_mutex_unlock(la->m);
-	task_leave(la->task);
+	ASSERT(!region_task_mutex_trylock(la->m));
+	region_task_mutex_unlock(la->m);
+	region_task_leave(la->task);
 	return NULL;
 }
 
@@ -669,22 +670,22 @@ TEST_IMPL(region_cond)
 
 	sem_init(&la.started, 0, 0);
 	for (int i = 0; i < 2; i++) {
-		la.task = task_create(&attr);
+		la.task = region_task_create(&attr);
 		la.flag = false;
 		ASSERT_EQ(pthread_create(&th, NULL, cond_worker, &la), 0);
 		sem_wait(&la.started);
 		wait_until_waiting(la.task);
 		if (i == 0) {
-			task_interrupt(la.task, TASK_INTR_FATAL);
+			region_task_interrupt(la.task, TASK_INTR_FATAL);
 		} else {
-			task_mutex_lock_nofail(&m);
+			region_task_mutex_lock_nofail(&m);
 			la.flag = true;
-			task_cond_signal(&c);
-			task_mutex_unlock(&m);
+			region_task_cond_signal(&c);
+			region_task_mutex_unlock(&m);
 		}
 		pthread_join(th, NULL);
 		ASSERT_EQ(la.rc, i == 0 ? -EINTR : 0);
-		task_put(la.task);
+		region_task_put(la.task);
 	}
 	return 0;
 }
@@ -695,20 +696,22 @@ TEST_IMPL(region_no_task)
 	unsigned u, k;
 	int rc;
 
-	ASSERT_NULL(task_current());
+	ASSERT_NULL(region_task_current());
 	region_begin_killable("no task");
 	region_begin_uninterruptible("no task either");
 	region_depths(&u, &k);
 	ASSERT_EQ(u, 1);
 	ASSERT_EQ(k, 1);
-	ASSERT_EQ(task_effective_mode(TASK_INTERRUPTIBLE),
+	ASSERT_EQ(region_task_effective_mode(TASK_INTERRUPTIBLE),
 		  TASK_UNINTERRUPTIBLE);
-	rc = task_sleep(1000000, TASK_INTERRUPTIBLE);
+	rc = region_task_sleep(1000000, TASK_INTERRUPTIBLE);
 	ASSERT_EQ(rc, 0);
 	region_end_uninterruptible();
-	ASSERT_EQ(task_effective_mode(TASK_INTERRUPTIBLE), TASK_KILLABLE);
+	ASSERT_EQ(region_task_effective_mode(TASK_INTERRUPTIBLE),
+		  TASK_KILLABLE);
 	region_end_killable();
-	ASSERT_EQ(task_effective_mode(TASK_INTERRUPTIBLE), TASK_INTERRUPTIBLE);
+	ASSERT_EQ(region_task_effective_mode(TASK_INTERRUPTIBLE),
+		  TASK_INTERRUPTIBLE);
 	return 0;
 }
 
@@ -719,14 +722,14 @@ static void *introspect_worker(void *arg)
 	struct lock_arg *la = arg;
 	int rc;
 
-	task_enter(la->task);
+	region_task_enter(la->task);
 	region_begin_killable("introspect: outer");
 	region_begin_uninterruptible("introspect: inner");
-	rc = task_sleep(200000000, TASK_INTERRUPTIBLE);
+	rc = region_task_sleep(200000000, TASK_INTERRUPTIBLE);
 	(void)rc;
 	region_end_uninterruptible();
 	region_end_killable();
-	task_leave(la->task);
+	region_task_leave(la->task);
 	return NULL;
 }
 
@@ -748,11 +751,11 @@ TEST_IMPL(region_introspection)
 	struct task_info ti = { 0 };
 	pthread_t th;
 
-	la.task = task_create(&attr);
+	la.task = region_task_create(&attr);
 	ASSERT_EQ(pthread_create(&th, NULL, introspect_worker, &la), 0);
 	wait_until_waiting(la.task);
-	ti.id = task_id(la.task);
-	ASSERT_EQ(task_foreach(find_task, &ti), 1);
+	ti.id = region_task_id(la.task);
+	ASSERT_EQ(region_task_foreach(find_task, &ti), 1);
 	ASSERT_STR_EQ(ti.name, "shown");
 	ASSERT(ti.running && ti.waiting);
 	ASSERT_STR_EQ(ti.wait_what, "sleep");
@@ -762,13 +765,13 @@ TEST_IMPL(region_introspection)
 	ASSERT_STR_EQ(ti.stack[0].site->reason, "introspect: outer");
 	ASSERT_STR_EQ(ti.stack[1].site->reason, "introspect: inner");
 	ASSERT_EQ(ti.stack[1].site->kind, REGION_UNINTERRUPTIBLE);
-	task_interrupt(la.task, TASK_INTR_FATAL);
-	task_snapshot(la.task, &ti);
+	region_task_interrupt(la.task, TASK_INTR_FATAL);
+	region_task_snapshot(la.task, &ti);
 	ASSERT_EQ(ti.pending, TASK_INTR_FATAL);
 	pthread_join(th, NULL);
-	task_snapshot(la.task, &ti);
+	region_task_snapshot(la.task, &ti);
 	ASSERT(!ti.running && !ti.waiting);
-	task_put(la.task);
+	region_task_put(la.task);
 	return 0;
 }
 
@@ -806,16 +809,16 @@ static void *at_worker(void *arg)
 {
 	struct at_arg *a = arg;
 
-	task_enter(a->task);
+	region_task_enter(a->task);
 	region_begin_at(&at_site);
 	region_begin_uninterruptible("inner");
 	region_depths(&a->u, &a->k);
 	region_end_uninterruptible();
-	task_interrupt(a->task, TASK_INTR_NORMAL);
-	a->rc = task_sleep(20000000, TASK_INTERRUPTIBLE);
+	region_task_interrupt(a->task, TASK_INTR_NORMAL);
+	a->rc = region_task_sleep(20000000, TASK_INTERRUPTIBLE);
 	region_end_at(&at_site);
-	task_flush_interrupts(a->task);
-	task_leave(a->task);
+	region_task_flush_interrupts(a->task);
+	region_task_leave(a->task);
 	return NULL;
 }
 
@@ -826,7 +829,7 @@ TEST_IMPL(region_begin_at_nests)
 		struct at_arg a = { (enum region_policy)p, NULL, 1, 0, 0 };
 		pthread_t th;
 
-		a.task = task_create(&attr);
+		a.task = region_task_create(&attr);
 		ASSERT_NOT_NULL(a.task);
 		ASSERT_EQ(pthread_create(&th, NULL, at_worker, &a), 0);
 		pthread_join(th, NULL);
@@ -834,7 +837,7 @@ TEST_IMPL(region_begin_at_nests)
 		ASSERT_EQ(a.k, 1);
 		/* Killable: a normal interrupt waits, but under percall. */
 		ASSERT_EQ(a.rc, p == REGION_POLICY_PERCALL ? -EINTR : 0);
-		task_put(a.task);
+		region_task_put(a.task);
 	}
 	return 0;
 }

@@ -101,7 +101,7 @@ static void *interrupter(void *arg)
 		p = s->plan;
 		spin(p.delay);
 		if (p.intr)
-			task_interrupt(s->task, (enum task_intr)p.intr);
+			region_task_interrupt(s->task, (enum task_intr)p.intr);
 		if (!p.deliverable) {
 			spin(p.delay / 2);
 			switch (p.wait) {
@@ -109,13 +109,13 @@ static void *interrupter(void *arg)
 				ASSERT_EQ(eventfd_write(s->efd, 1), 0);
 				break;
 			case W_MUTEX:
-				task_mutex_unlock(&s->m);
+				region_task_mutex_unlock(&s->m);
 				break;
 			case W_COND:
-				task_mutex_lock_nofail(&s->m);
+				region_task_mutex_lock_nofail(&s->m);
 				s->flag = true;
-				task_cond_signal(&s->c);
-				task_mutex_unlock(&s->m);
+				region_task_cond_signal(&s->c);
+				region_task_mutex_unlock(&s->m);
 				break;
 			case W_KINDS:
 				break;
@@ -133,23 +133,23 @@ static int do_wait(struct shared *s, const struct plan *p)
 
 	switch (p->wait) {
 	case W_FD:
-		rc = task_wait_fd(s->efd, POLLIN, p->mode, ROUND_TIMEOUT_NS,
-				  NULL);
+		rc = region_task_wait_fd(s->efd, POLLIN, p->mode,
+					 ROUND_TIMEOUT_NS, NULL);
 		if (rc == 0)
 			ASSERT_EQ(eventfd_read(s->efd, &v), 0);
 		break;
 	case W_MUTEX:
-		rc = task_mutex_lock(&s->m, p->mode, ROUND_TIMEOUT_NS);
+		rc = region_task_mutex_lock(&s->m, p->mode, ROUND_TIMEOUT_NS);
 		if (rc == 0)
-			task_mutex_unlock(&s->m);
+			region_task_mutex_unlock(&s->m);
 		break;
 	case W_COND:
-		task_mutex_lock_nofail(&s->m);
+		region_task_mutex_lock_nofail(&s->m);
 		while (!s->flag && rc == 0)
-			rc = task_cond_wait(&s->c, &s->m, p->mode,
-					    ROUND_TIMEOUT_NS);
+			rc = region_task_cond_wait(&s->c, &s->m, p->mode,
+						   ROUND_TIMEOUT_NS);
 		s->flag = false;
-		task_mutex_unlock(&s->m);
+		region_task_mutex_unlock(&s->m);
 		break;
 	case W_KINDS:
 		break;
@@ -172,8 +172,8 @@ TEST_IMPL(region_stress)
 	sem_init(&s.go, 0, 0);
 	sem_init(&s.done, 0, 0);
 	s.efd = eventfd(0, EFD_NONBLOCK);
-	task_mutex_init(&s.m);
-	task_cond_init(&s.c);
+	region_task_mutex_init(&s.m);
+	region_task_cond_init(&s.c);
 	ASSERT_EQ(pthread_create(&th, NULL, interrupter, &s), 0);
 
 	for (int r = 0; r < rounds; r++) {
@@ -194,11 +194,11 @@ TEST_IMPL(region_stress)
 		eff = oracle_mode(&p);
 		p.deliverable = p.intr && lets_through(eff, p.intr);
 
-		s.task = task_create(&attr);
+		s.task = region_task_create(&attr);
 		ASSERT_NOT_NULL(s.task);
-		task_enter(s.task);
+		region_task_enter(s.task);
 		if (p.wait == W_MUTEX)
-			task_mutex_lock_nofail(
+			region_task_mutex_lock_nofail(
 				&s.m); /* the interrupter frees it */
 		s.plan = p;
 		sem_post(&s.go);
@@ -208,20 +208,20 @@ TEST_IMPL(region_stress)
 			TEST__FAIL("round %d: policy %s stack \"%s\" mode %s "
 				   "wait %d intr %u: got %d, want %d",
 				   r, region_policy_name(p.policy), p.stack,
-				   task_mode_name(p.mode), p.wait, p.intr, rc,
-				   p.deliverable ? -EINTR : 0);
+				   region_task_mode_name(p.mode), p.wait,
+				   p.intr, rc, p.deliverable ? -EINTR : 0);
 		test_end_stack(p.stack);
 		sem_wait(&s.done);
 		/* An interrupt held back is delivered now, if the mode lets it. */
-		later = task_check_interrupt(p.mode);
+		later = region_task_check_interrupt(p.mode);
 		if (p.intr && lets_through(p.mode, p.intr))
 			ASSERT_EQ(later, -EINTR);
 		else
 			ASSERT_EQ(later, 0);
 		if (p.wait == W_MUTEX && p.deliverable)
-			task_mutex_unlock(&s.m);
-		task_leave(s.task);
-		task_put(s.task);
+			region_task_mutex_unlock(&s.m);
+		region_task_leave(s.task);
+		region_task_put(s.task);
 		counts[p.deliverable ? 0 : (p.intr && later) ? 1 : 2]++;
 	}
 	s.stop = true;

@@ -58,17 +58,17 @@ static struct nc__xprt *make_xprt(uint16_t port, const struct nc_opts *o,
 static task_t *enter_task(enum region_policy policy)
 {
 	struct task_attr attr = { "xprt-test", policy, NULL };
-	task_t *t = task_create(&attr);
+	task_t *t = region_task_create(&attr);
 
 	ASSERT_NOT_NULL(t);
-	task_enter(t);
+	region_task_enter(t);
 	return t;
 }
 
 static void leave_task(task_t *t)
 {
-	task_leave(t);
-	task_put(t);
+	region_task_leave(t);
+	region_task_put(t);
 }
 
 /* An ECHO call of in, its reply into out. */
@@ -643,9 +643,9 @@ static void *reply_waiter(void *arg)
 {
 	struct waiter_arg *w = arg;
 
-	task_enter(w->task);
+	region_task_enter(w->task);
 	w->rc = echo(w->x, 16);
-	task_leave(w->task);
+	region_task_leave(w->task);
 	return NULL;
 }
 
@@ -664,10 +664,10 @@ TEST_IMPL(xprt_interrupt_reply_wait)
 
 		fake_rpc_set(f, FAKE_DELAY_MS, 300);
 		w.x = make_xprt(fake_rpc_port(f), &o, &st);
-		w.task = task_create(&attr);
+		w.task = region_task_create(&attr);
 		ASSERT_EQ(pthread_create(&th, NULL, reply_waiter, &w), 0);
 		ASSERT(fake_rpc_wait_seen(f, 1));
-		task_interrupt(w.task, rc->kind);
+		region_task_interrupt(w.task, rc->kind);
 		pthread_join(th, NULL);
 		ASSERT_EQ(w.rc, rc->want);
 		/* A late reply to an abandoned call is dropped, not misused. */
@@ -676,7 +676,7 @@ TEST_IMPL(xprt_interrupt_reply_wait)
 			ASSERT_EQ(stat_of(&st.unknown_xids), 1);
 		}
 		nc__xprt_destroy(w.x);
-		task_put(w.task);
+		region_task_put(w.task);
 		fake_rpc_stop(f);
 	}
 	return 0;
@@ -703,9 +703,9 @@ static void *answer_waiter(void *arg)
 {
 	struct waiter_arg *w = arg;
 
-	task_enter(w->task);
+	region_task_enter(w->task);
 	w->rc = echo_call(w->x, 16, true);
-	task_leave(w->task);
+	region_task_leave(w->task);
 	return NULL;
 }
 
@@ -726,11 +726,11 @@ TEST_IMPL(xprt_answer_once_sent)
 			ac->kind == TASK_INTR_FATAL ? "fatal" : "normal");
 		fake_rpc_set(f, FAKE_DELAY_MS, 300);
 		w.x = make_xprt(fake_rpc_port(f), &o, &st);
-		w.task = task_create(&attr);
+		w.task = region_task_create(&attr);
 		ASSERT_EQ(pthread_create(&th, NULL, answer_waiter, &w), 0);
 		ASSERT(fake_rpc_wait_seen(f, 1));
 		t0 = region_now_ns();
-		task_interrupt(w.task, ac->kind);
+		region_task_interrupt(w.task, ac->kind);
 		pthread_join(th, NULL);
 		ASSERT_EQ(w.rc, ac->want);
 		/* Answered: after the server's 300 ms; abandoned: at once. */
@@ -739,7 +739,7 @@ TEST_IMPL(xprt_answer_once_sent)
 		else
 			ASSERT_LT(region_now_ns() - t0, 150000000u);
 		nc__xprt_destroy(w.x);
-		task_put(w.task);
+		region_task_put(w.task);
 		fake_rpc_stop(f);
 	}
 	return 0;
@@ -820,7 +820,7 @@ static void *sender_main(void *arg)
 			     .argp = &in,
 			     .xres = NC__XDRPROC(xdr_void) };
 
-	task_enter(s->task);
+	region_task_enter(s->task);
 	if (s->sc->region == 'K')
 		region_begin_killable("test: killable mount");
 	else if (s->sc->region == 'U')
@@ -831,7 +831,7 @@ static void *sender_main(void *arg)
 		region_end_killable();
 	else if (s->sc->region == 'U')
 		region_end_uninterruptible();
-	task_leave(s->task);
+	region_task_leave(s->task);
 	free(in.val);
 	return NULL;
 }
@@ -846,7 +846,7 @@ static void sender_start(struct sender *s, struct nc__xprt *x,
 	struct task_attr attr = { "sender", policy, NULL };
 
 	s->x = x;
-	s->task = task_create(&attr);
+	s->task = region_task_create(&attr);
 	ASSERT_NOT_NULL(s->task);
 	sem_init(&s->started, 0, 0);
 	ASSERT_EQ(pthread_create(th, NULL, sender_main, s), 0);
@@ -856,7 +856,7 @@ static void sender_start(struct sender *s, struct nc__xprt *x,
 static void sender_end(struct sender *s, pthread_t th)
 {
 	pthread_join(th, NULL);
-	task_put(s->task);
+	region_task_put(s->task);
 	sem_destroy(&s->started);
 }
 
@@ -866,7 +866,7 @@ static void wait_blocked_in_send(struct fake_rpc *f, task_t *t, unsigned depth)
 	struct task_info ti;
 
 	for (;;) {
-		task_snapshot(t, &ti);
+		region_task_snapshot(t, &ti);
 		/* Inside the send's own region, waiting for room. */
 		if (ti.waiting && strcmp(ti.wait_what, "poll") == 0 &&
 		    ti.depth == depth && fake_rpc_bytes(f) == 0)
@@ -893,12 +893,12 @@ TEST_IMPL(xprt_interrupt_mid_record)
 			region_policy_name(sc->policy),
 			sc->region ? sc->region : '-',
 			sc->kind == TASK_INTR_FATAL ? "fatal" : "normal",
-			task_mode_name(sc->send));
+			region_task_mode_name(sc->send));
 		fake_rpc_set(f, FAKE_STALL, 1);
 		sender_start(&s, make_xprt(fake_rpc_port(f), &o, &st),
 			     sc->policy, &th);
 		wait_blocked_in_send(f, s.task, sc->region ? 2 : 1);
-		task_interrupt(s.task, sc->kind);
+		region_task_interrupt(s.task, sc->kind);
 		/* The scenario: 50 ms for the interrupt to end the send. */
 		test_sleep_ms(50);
 		fake_rpc_set(f, FAKE_STALL, 0);
@@ -975,13 +975,13 @@ TEST_IMPL(xprt_reset_retransmits_others)
 
 	fake_rpc_set(f, FAKE_STALL, 1);
 	w.x = make_xprt(fake_rpc_port(f), &o, &st);
-	w.task = task_create(&attr);
+	w.task = region_task_create(&attr);
 	/* The small call goes out whole and waits for its reply. */
 	ASSERT_EQ(pthread_create(&tw, NULL, reply_waiter, &w), 0);
 	test_wait_task(w.task, "cond", 5000);
 	sender_start(&s, w.x, REGION_POLICY_REGION, &ts);
 	wait_blocked_in_send(f, s.task, 2);
-	task_interrupt(s.task, TASK_INTR_FATAL);
+	region_task_interrupt(s.task, TASK_INTR_FATAL);
 	sender_end(&s, ts);
 	ASSERT_EQ(s.rc, -EINTR);
 	fake_rpc_set(f, FAKE_STALL, 0);
@@ -998,7 +998,7 @@ TEST_IMPL(xprt_reset_retransmits_others)
 	ASSERT_EQ(seen[n - 1].proc, FAKE_ECHO);
 	ASSERT_EQ(fake_rpc_conns(f), 2);
 	nc__xprt_destroy(w.x);
-	task_put(w.task);
+	region_task_put(w.task);
 	fake_rpc_stop(f);
 	return 0;
 }
