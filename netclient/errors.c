@@ -86,7 +86,7 @@ static const struct nfs3_error {
 #undef X
 };
 
-#define NFS3_NERRORS (sizeof(nfs3_errors) / sizeof(nfs3_errors[0]))
+#define NFS3_NERRORS (ARRAY_SIZE(nfs3_errors))
 
 static const struct nfs3_error *nfs3_error_find(int status)
 {

@@ -23,6 +23,7 @@
 #define INTRFS_NETCLIENT_I_H
 
 #include "intrfs/netclient.h"
+#include "intrfs/util.h"
 
 #include <netinet/in.h>
 #include <pthread.h>

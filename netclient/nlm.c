@@ -59,7 +59,7 @@ static const struct {
 	[NLM4_FAILED] = { "NLM4_FAILED", ENOLCK },
 };
 
-#define NLM_NSTATS (sizeof(nlm_stats) / sizeof(nlm_stats[0]))
+#define NLM_NSTATS (ARRAY_SIZE(nlm_stats))
 
 int nc_nlm_errno(enum nc_nlm_stat st)
 {

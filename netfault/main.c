@@ -212,7 +212,7 @@ int main(int argc, char **argv)
 						   optarg);
 			break;
 		case 'r':
-			if (nrules == sizeof(rules) / sizeof(rules[0]))
+			if (nrules == ARRAY_SIZE(rules))
 				return usage_error("too many --rule (%s)",
 						   optarg);
 			rules[nrules++] = optarg;

@@ -1,6 +1,6 @@
 /*
  * Private to netfault, the RPC-aware fault proxy: the interfaces between its
- * rooms.
+ * files.
  *
  *   rpc.c    ONC RPC on a TCP stream (RFC 5531): record marking reassembled
  *            incrementally with bounded memory, call and reply headers
@@ -20,11 +20,12 @@
  *            its client.  main.c: netfault's command line.
  *
  * Everything runs on the one libuv loop thread: nothing here locks.  No
- * room above rpc.c ever reads a byte of a record that rpc.c did not bound.
+ * file above rpc.c ever reads a byte of a record that rpc.c did not bound.
  */
 #ifndef NETFAULT_I_H
 #define NETFAULT_I_H
 
+#include "intrfs/util.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>

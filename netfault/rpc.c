@@ -628,7 +628,7 @@ const char *nf_prog_name(uint32_t prog)
 {
 	if (prog == RPCBPROG)
 		return "RPCBIND";
-	for (size_t i = 0; i < sizeof(progs) / sizeof(progs[0]); i++)
+	for (size_t i = 0; i < ARRAY_SIZE(progs); i++)
 		if (progs[i].prog == prog)
 			return progs[i].name;
 	return NULL;
@@ -636,7 +636,7 @@ const char *nf_prog_name(uint32_t prog)
 
 const char *nf_proc_name(uint32_t prog, uint32_t vers, uint32_t proc)
 {
-	for (size_t i = 0; i < sizeof(progs) / sizeof(progs[0]); i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(progs); i++) {
 		const struct prog_names *p = &progs[i];
 
 		if (p->prog != prog || vers < p->vers_min || vers > p->vers_max)
@@ -651,7 +651,7 @@ const char *nf_proc_name(uint32_t prog, uint32_t vers, uint32_t proc)
 
 int nf_prog_lookup(const char *text, uint32_t *prog)
 {
-	for (size_t i = 0; i < sizeof(progs) / sizeof(progs[0]); i++)
+	for (size_t i = 0; i < ARRAY_SIZE(progs); i++)
 		if (strcasecmp(progs[i].name, text) == 0) {
 			*prog = progs[i].prog;
 			return 0;
@@ -687,5 +687,5 @@ int nf_proc_lookup(const char *text, uint32_t *prog, uint32_t *proc)
 	if (!dot)
 		return proc_find(NULL, 0, text, 0, BARE_PROGS, prog, proc);
 	return proc_find(text, (size_t)(dot - text), dot + 1, 0,
-			 sizeof(progs) / sizeof(progs[0]), prog, proc);
+			 ARRAY_SIZE(progs), prog, proc);
 }

@@ -137,7 +137,7 @@ static const struct fault_info faults[] = {
 };
 /* clang-format on */
 
-#define NFAULTS (sizeof(faults) / sizeof(faults[0]))
+#define NFAULTS (ARRAY_SIZE(faults))
 
 const char *nf_fault_name(enum nf_fault fault)
 {
@@ -400,7 +400,7 @@ static bool proc_in_prog(const char *name, size_t len, uint32_t prog,
 	uint32_t n;
 	size_t v;
 
-	for (v = 0; v < sizeof(name_vers) / sizeof(name_vers[0]); v++) {
+	for (v = 0; v < ARRAY_SIZE(name_vers); v++) {
 		for (n = 0; n <= PROC_NUMBER_MAX; n++) {
 			const char *s = nf_proc_name(prog, name_vers[v], n);
 
@@ -419,7 +419,7 @@ static const char *proc_name_of(uint32_t prog, uint32_t proc)
 {
 	size_t v;
 
-	for (v = 0; v < sizeof(name_vers) / sizeof(name_vers[0]); v++) {
+	for (v = 0; v < ARRAY_SIZE(name_vers); v++) {
 		const char *s = nf_proc_name(prog, name_vers[v], proc);
 
 		if (s)

@@ -13,6 +13,7 @@
  * before it walks the task list under tasks_lock (task.c).
  */
 #include "region_i.h"
+#include "intrfs/util.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -72,15 +73,14 @@ static const char *const policy_names[] = {
 
 const char *region_policy_name(enum region_policy policy)
 {
-	if ((unsigned)policy < sizeof(policy_names) / sizeof(policy_names[0]))
+	if ((unsigned)policy < ARRAY_SIZE(policy_names))
 		return policy_names[policy];
 	return "?";
 }
 
 int region_policy_parse(const char *name, enum region_policy *policy)
 {
-	for (unsigned i = 0; i < sizeof(policy_names) / sizeof(policy_names[0]);
-	     i++) {
+	for (unsigned i = 0; i < ARRAY_SIZE(policy_names); i++) {
 		if (strcmp(name, policy_names[i]) == 0) {
 			*policy = (enum region_policy)i;
 			return 0;

@@ -20,6 +20,7 @@
  * Lock order: wq_lock is a leaf; nothing else is taken while it is held.
  */
 #include "region_i.h"
+#include "intrfs/util.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -85,7 +86,6 @@ static void deliver(struct task *t, enum task_intr kind)
 	if (atomic_load_explicit(&t->deferred, memory_order_relaxed) & kind) {
 		uint64_t raised = atomic_load_explicit(&t->raised_ns[kind],
 						       memory_order_relaxed);
-		uint64_t max;
 
 		d = raised && now > raised ? now - raised : 0;
 		atomic_fetch_add_explicit(&region__stats.deferred_delivered, 1,
@@ -103,13 +103,7 @@ static void deliver(struct task *t, enum task_intr kind)
 				&region__stats.deferral_hist[b], 1,
 				memory_order_relaxed);
 		}
-		max = atomic_load_explicit(&region__stats.deferral_ns_max,
-					   memory_order_relaxed);
-		while (d > max &&
-		       !atomic_compare_exchange_weak_explicit(
-			       &region__stats.deferral_ns_max, &max, d,
-			       memory_order_relaxed, memory_order_relaxed))
-			;
+		atomic_max_u64(&region__stats.deferral_ns_max, d);
 	}
 	region__emit(REGION_EV_INTR_DELIVERED, t, NULL, 0, kind, d);
 }

@@ -47,6 +47,7 @@
 #include <intrfs/region.h>
 
 #include "mount3.h"
+#include "intrfs/util.h"
 #include "nfs3.h"
 
 /* intrfs's READDIRPLUS sizes (netclient/nfs3.c, readdir_maxcount). */
@@ -462,7 +463,7 @@ int main(int argc, char **argv)
 	n = strtol(argv[7], &end, 10);
 	if (*argv[7] == '\0' || *end != '\0' || n < 1 || n > 999999)
 		usage();
-	for (size_t i = 0; i < sizeof(workloads) / sizeof(workloads[0]); i++)
+	for (size_t i = 0; i < ARRAY_SIZE(workloads); i++)
 		known |= !strcmp(w, workloads[i]);
 	if (!known) {
 		fprintf(stderr, "rpc_floor: unknown workload '%s'\n", w);

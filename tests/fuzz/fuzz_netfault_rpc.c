@@ -1,5 +1,5 @@
 /*
- * libFuzzer target for netfault's RPC room (netfault/rpc.c): the input is
+ * libFuzzer target for netfault's RPC parser (netfault/rpc.c): the input is
  * the bytes of both directions of one connection, interleaved.  Each step
  * takes a control byte (which stream, and how many bytes: 1 to 64, or a
  * large piece so that big records are reached quickly) and feeds that

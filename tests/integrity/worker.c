@@ -18,6 +18,7 @@
  * 'O'.  Its counters are in its shared page.
  */
 #include "exercise_i.h"
+#include "intrfs/util.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -975,10 +976,10 @@ static void one_op(struct worker *w)
 	unsigned total = 0, p;
 	enum xop op = XOP_CREATE;
 
-	for (size_t i = 0; i < sizeof(mix) / sizeof(mix[0]); i++)
+	for (size_t i = 0; i < ARRAY_SIZE(mix); i++)
 		total += mix[i].weight;
 	p = (unsigned)xrand_below(&w->r, total);
-	for (size_t i = 0; i < sizeof(mix) / sizeof(mix[0]); i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(mix); i++) {
 		if (p < mix[i].weight) {
 			op = mix[i].op;
 			break;

@@ -5,6 +5,7 @@
  * process but the one proc_stop() is given.
  */
 #include "proc.h"
+#include "intrfs/util.h"
 
 #include <intrfs/region.h>
 
@@ -281,7 +282,7 @@ pid_t proc_netfault_start(const char *bin, const char *host, unsigned nfs_port,
 	argv[n++] = l1;
 	argv[n++] = "--listen";
 	argv[n++] = l2;
-	for (; more && *more && n < sizeof(argv) / sizeof(argv[0]) - 1; more++)
+	for (; more && *more && n < ARRAY_SIZE(argv) - 1; more++)
 		argv[n++] = *more;
 	argv[n] = NULL;
 	/*

@@ -19,6 +19,7 @@
 #ifndef INTRFS_TEST_H
 #define INTRFS_TEST_H
 
+#include "intrfs/util.h"
 #include <errno.h>
 #include <inttypes.h>
 #include <stdbool.h>
@@ -32,9 +33,6 @@
 #define TEST_IMPL(name)            \
 	int run_test_##name(void); \
 	int run_test_##name(void)
-
-/* The number of rows of a table of cases: loops over a table use it. */
-#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 #define TEST__FAIL(...)                                         \
 	do {                                                    \

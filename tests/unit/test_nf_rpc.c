@@ -1,5 +1,5 @@
 /*
- * Tests of netfault's RPC room (netfault/rpc.c): record reassembly from
+ * Tests of netfault's RPC parser (netfault/rpc.c): record reassembly from
  * any split of the stream and any fragmenting of the record, the bounds
  * that make a stream a protocol error, call and reply headers decoded or
  * refused (a table), replies matched to their calls by XID, the XID

@@ -150,7 +150,7 @@ const char *scn_result_name(int res)
 		return "killed";
 	if (res == RES_HUNG)
 		return "hung";
-	for (size_t i = 0; i < sizeof(errnos) / sizeof(errnos[0]); i++)
+	for (size_t i = 0; i < ARRAY_SIZE(errnos); i++)
 		if (errnos[i].err == res)
 			return errnos[i].name;
 	snprintf(buf, sizeof(buf), "errno%d", res);
@@ -159,7 +159,7 @@ const char *scn_result_name(int res)
 
 int scn_errno_of(const char *name)
 {
-	for (size_t i = 0; i < sizeof(errnos) / sizeof(errnos[0]); i++)
+	for (size_t i = 0; i < ARRAY_SIZE(errnos); i++)
 		if (strcmp(errnos[i].name, name) == 0)
 			return errnos[i].err;
 	return 0;
@@ -169,7 +169,7 @@ const char *scn_signal_name(int sig)
 {
 	static char buf[16];
 
-	for (size_t i = 0; i < sizeof(signals) / sizeof(signals[0]); i++)
+	for (size_t i = 0; i < ARRAY_SIZE(signals); i++)
 		if (signals[i].sig == sig)
 			return signals[i].name;
 	snprintf(buf, sizeof(buf), "SIG%d", sig);
@@ -334,7 +334,7 @@ static int parse_signal(const struct cursor *c, const struct token *t, int *sig)
 	tok_str(t, name, sizeof(name));
 	snprintf(full, sizeof(full), "%s%s",
 		 strncmp(name, "SIG", 3) ? "SIG" : "", name);
-	for (size_t i = 0; i < sizeof(signals) / sizeof(signals[0]); i++)
+	for (size_t i = 0; i < ARRAY_SIZE(signals); i++)
 		if (strcmp(signals[i].name, full) == 0) {
 			*sig = signals[i].sig;
 			return 0;
@@ -369,7 +369,7 @@ static int d_workload(const struct cursor *c, struct scenario *s,
 			       "workload needs an operation (read, write, "
 			       "fsync, create, remove, rename, readdir, "
 			       "mkdir, stat, lock, copyup)");
-	for (size_t i = 0; i < sizeof(op_names) / sizeof(op_names[0]); i++)
+	for (size_t i = 0; i < ARRAY_SIZE(op_names); i++)
 		if (tok_is(&tk[1], op_names[i])) {
 			s->op = (enum scn_op)i;
 			found = true;

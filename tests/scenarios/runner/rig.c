@@ -7,6 +7,7 @@
  * 0700), which nobody else can plant a name in, and removed with it.
  */
 #include "scenario.h"
+#include "intrfs/util.h"
 #include "proc.h"
 
 #include <errno.h>
@@ -316,9 +317,7 @@ static void rig_kernel_opts(const char *opts, char *out, size_t len,
 		size_t klen = strcspn(o, "=");
 		bool known = false;
 
-		for (size_t i = 0;
-		     i < sizeof(kernel_nfs_opts) / sizeof(kernel_nfs_opts[0]);
-		     i++)
+		for (size_t i = 0; i < ARRAY_SIZE(kernel_nfs_opts); i++)
 			if (strlen(kernel_nfs_opts[i]) == klen &&
 			    !strncmp(o, kernel_nfs_opts[i], klen))
 				known = true;

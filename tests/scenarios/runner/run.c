@@ -6,6 +6,7 @@
  * and one JSON object out.
  */
 #include "scenario.h"
+#include "intrfs/util.h"
 #include "proc.h"
 
 #include <errno.h>
@@ -84,7 +85,7 @@ static uint64_t now_ns(void)
 static void check(struct outcome *o, unsigned k, const char *what,
 		  const char *want, const char *got, bool pass)
 {
-	if (o->nchecks == sizeof(o->checks) / sizeof(o->checks[0]))
+	if (o->nchecks == ARRAY_SIZE(o->checks))
 		return;
 	snprintf(o->checks[o->nchecks].check, sizeof(o->checks[0].check), "%s",
 		 what);
