@@ -492,31 +492,74 @@ out_free:
 
 static unsigned io_size(unsigned opt, uint32_t pref, uint32_t max);
 
+/* Ends the NFS transports (a failed mount, or the client's end). */
+static void nfs_drop(nc_client_t *c)
+{
+	for (unsigned i = 0; i < c->nnfs; i++)
+		nc__xprt_destroy(c->nfsx[i]);
+	memset(c->nfsx, 0, sizeof(c->nfsx));
+	c->nnfs = 0;
+}
+
 /*
- * The NFS transport, connected now so that an absent server shows here; it
- * runs with the mount-phase options until nc_client_mount() is done.
+ * The NFS transports, nconnect= of them, connected now so that an absent
+ * server shows here (as Linux, which connects them all at mount); they run
+ * with the mount-phase options until nc_client_mount() is done.
  */
 static int nfs_connect(nc_client_t *c, bool *retry, char *err, size_t errlen)
 {
 	/* The options' slots= (at least 1 when parsed; 0 from a caller: 1). */
 	unsigned slots = c->opts.slots ? c->opts.slots : 1;
-	int rc;
+	unsigned n = c->opts.nconnect ? c->opts.nconnect : 1;
+	int rc = 0;
 
-	rc = nc__client_xprt(c, c->nfs_port, NFS_PROGRAM, NFS_V3,
-			     mount_timeo(c), c->opts.retrans, slots, &c->nfs);
-	if (rc) {
-		say(err, errlen, "NFS transport: %s", strerror(-rc));
-		return rc;
+	if (n > NC_NCONNECT_MAX)
+		n = NC_NCONNECT_MAX;
+	for (unsigned i = 0; i < n && rc == 0; i++) {
+		rc = nc__client_xprt(c, c->nfs_port, NFS_PROGRAM, NFS_V3,
+				     mount_timeo(c), c->opts.retrans, slots,
+				     &c->nfsx[i]);
+		if (rc) {
+			say(err, errlen, "NFS transport: %s", strerror(-rc));
+			break;
+		}
+		c->nnfs = i + 1;
+		rc = nc__xprt_connect(c->nfsx[i]);
+		if (rc) {
+			*retry = unreachable(rc);
+			say(err, errlen, "NFS service on %s (port %u): %s%s",
+			    c->server, c->nfs_port, rpc_why(rc),
+			    i ? " (a connection beyond the first, nconnect=)" :
+				"");
+		}
 	}
-	rc = nc__xprt_connect(c->nfs);
-	if (rc) {
-		*retry = unreachable(rc);
-		say(err, errlen, "NFS service on %s (port %u): %s", c->server,
-		    c->nfs_port, rpc_why(rc));
-		nc__xprt_destroy(c->nfs);
-		c->nfs = NULL;
-	}
+	if (rc)
+		nfs_drop(c);
 	return rc;
+}
+
+struct nc__xprt *nc__nfs(nc_client_t *c)
+{
+	unsigned start, best, best_load;
+
+	if (c->nnfs <= 1)
+		return c->nfsx[0];
+	/* Relaxed: which transport to try first is only a spreading hint. */
+	start = atomic_fetch_add_explicit(&c->nfs_next, 1,
+					  memory_order_relaxed) %
+		c->nnfs;
+	best = start;
+	best_load = nc__xprt_load(c->nfsx[start]);
+	for (unsigned k = 1; k < c->nnfs && best_load; k++) {
+		unsigned i = (start + k) % c->nnfs;
+		unsigned load = nc__xprt_load(c->nfsx[i]);
+
+		if (load < best_load) {
+			best = i;
+			best_load = load;
+		}
+	}
+	return c->nfsx[best];
 }
 
 /*
@@ -595,10 +638,8 @@ static int mount_attempt(nc_client_t *c, const char *path,
 	if (rc)
 		return rc;
 	rc = nfs_first_calls(c, cred, path, rest, root, retry, err, errlen);
-	if (rc) {
-		nc__xprt_destroy(c->nfs);
-		c->nfs = NULL;
-	}
+	if (rc)
+		nfs_drop(c);
 	return rc;
 
 out_forget:
@@ -697,7 +738,7 @@ int nc_client_mount(nc_client_t *c, const char *path,
 		    path ? path : "");
 		return -EINVAL;
 	}
-	if (c->nfs || c->export_path[0]) {
+	if (c->nfsx[0] || c->export_path[0]) {
 		say(err, errlen, "%s is already mounted on this client",
 		    c->export_path);
 		return -EBUSY;
@@ -708,7 +749,8 @@ int nc_client_mount(nc_client_t *c, const char *path,
 		return rc;
 	/* Mounted: from now on the mount's own timeouts. */
 	to = nc__timeout_of(c->opts.timeo_mode, c->opts.timeo, c->opts.retrans);
-	nc__xprt_set_timeout(c->nfs, &to);
+	for (unsigned i = 0; i < c->nnfs; i++)
+		nc__xprt_set_timeout(c->nfsx[i], &to);
 	return 0;
 }
 
@@ -737,8 +779,8 @@ static void umnt(nc_client_t *c)
 
 void nc_client_shutdown(nc_client_t *c)
 {
-	if (c && c->nfs)
-		nc__xprt_shutdown(c->nfs);
+	for (unsigned i = 0; c && i < c->nnfs; i++)
+		nc__xprt_shutdown(c->nfsx[i]);
 	if (c && c->nlm)
 		nc__xprt_shutdown(c->nlm);
 }
@@ -751,7 +793,7 @@ void nc_client_destroy(nc_client_t *c)
 		umnt(c);
 	nc__lockd_destroy(c);
 	nc__xprt_destroy(c->nlm);
-	nc__xprt_destroy(c->nfs);
+	nfs_drop(c);
 	free(c);
 }
 
@@ -787,24 +829,41 @@ unsigned nc_client_nfs_port(const nc_client_t *c)
 	return c->nfs_port;
 }
 
+unsigned nc_client_local_port(const nc_client_t *c)
+{
+	return c->nfsx[0] ? nc__xprt_local_port(c->nfsx[0]) : 0;
+}
+
 unsigned nc_client_task_calls(nc_client_t *c, const task_t *t,
 			      struct nc_call_info *out, unsigned max)
 {
-	return c->nfs ? nc__xprt_task_calls(c->nfs, t, out, max) : 0;
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < c->nnfs && n < max; i++)
+		n += nc__xprt_task_calls(c->nfsx[i], t, out + n, max - n);
+	return n;
+}
+
+unsigned nc_client_connections(const nc_client_t *c, uint64_t *calls,
+			       unsigned max)
+{
+	for (unsigned i = 0; i < c->nnfs && i < max; i++)
+		calls[i] = nc__xprt_carried(c->nfsx[i]);
+	return c->nnfs;
 }
 
 void nc_client_set_intr_mode(nc_client_t *c, enum nc_intr_mode m)
 {
-	if (c->nfs)
-		nc__xprt_set_wait_mode(c->nfs, nc__wait_mode(m));
+	for (unsigned i = 0; i < c->nnfs; i++)
+		nc__xprt_set_wait_mode(c->nfsx[i], nc__wait_mode(m));
 	if (c->nlm)
 		nc__xprt_set_wait_mode(c->nlm, nc__wait_mode(m));
 }
 
 void nc_client_set_send_mode(nc_client_t *c, enum task_mode m)
 {
-	if (c->nfs)
-		nc__xprt_set_send_mode(c->nfs, m);
+	for (unsigned i = 0; i < c->nnfs; i++)
+		nc__xprt_set_send_mode(c->nfsx[i], m);
 }
 
 void nc_client_proc_stats(const nc_client_t *c, struct nc_proc_stats *st)
@@ -840,5 +899,12 @@ void nc_client_stats(const nc_client_t *c, struct nc_stats *st)
 #define LOAD(f, what) st->f = atomic_load_explicit(&x->f, memory_order_relaxed);
 	NC_STATS_FIELDS(LOAD)
 #undef LOAD
-	st->idle_ns = c->nfs ? nc__xprt_idle_ns(c->nfs) : 0;
+	/* The mount is idle as long as its busiest connection. */
+	st->idle_ns = 0;
+	for (unsigned i = 0; i < c->nnfs; i++) {
+		uint64_t idle = nc__xprt_idle_ns(c->nfsx[i]);
+
+		if (i == 0 || idle < st->idle_ns)
+			st->idle_ns = idle;
+	}
 }

@@ -73,6 +73,14 @@ struct nc__rpc {
 	 * newer data, a size change cutting later writes).
 	 */
 	bool answer_once_sent;
+	/*
+	 * keep_reply: on success the reply record is not recycled but handed
+	 * over in reply_rec/reply_cap (the results may point into it); the
+	 * caller gives it back with nc__rec_put() on the same transport.
+	 */
+	bool keep_reply;
+	void *reply_rec;
+	size_t reply_cap;
 };
 
 /* Per procedure (struct nc_proc_stats, as atomics). */
@@ -136,6 +144,8 @@ int nc__xprt_create(const struct nc__xprt_cfg *cfg, struct nc__xprt **out);
 void nc__xprt_destroy(struct nc__xprt *x);
 /* How long since x last sent a record or took a reply (0: never). */
 uint64_t nc__xprt_idle_ns(struct nc__xprt *x);
+/* The source port of its last connection (0: never connected). */
+unsigned nc__xprt_local_port(struct nc__xprt *x);
 /* The mode of the waits that start from now on (a live mode switch). */
 void nc__xprt_set_wait_mode(struct nc__xprt *x, enum task_mode mode);
 /* The same for the send primitive's waits (send=). */
@@ -185,6 +195,15 @@ NC_MUST_CHECK int nc__xprt_connect(struct nc__xprt *x);
 
 /* The calls the transport keeps in flight at most (cfg->slots). */
 unsigned nc__xprt_slots(const struct nc__xprt *x);
+/*
+ * Gives a record buffer back (or frees it), a reply record kept by
+ * keep_reply among them (xprt_recv.c); rec may be NULL.
+ */
+void nc__rec_put(struct nc__xprt *x, unsigned char *rec, size_t cap);
+/* The calls of the batches under way on x now: a hint, already stale. */
+unsigned nc__xprt_load(const struct nc__xprt *x);
+/* The calls ever made on x. */
+uint64_t nc__xprt_carried(const struct nc__xprt *x);
 
 /*
  * The transport settings of the mount options (opts.c): nfs(5)'s timeo=
@@ -203,7 +222,13 @@ struct nc_client {
 	struct nc_opts opts;
 	struct nc__xstats stats; /* of every transport of this client */
 	struct nc__pstat pstats[NC_NPROCS]; /* of the NFS connection */
-	struct nc__xprt *nfs; /* set by nc_client_mount() */
+	/*
+	 * The NFS transports, nconnect= of them, set by nc_client_mount()
+	 * (nfsx[0] NULL before); nc__nfs() picks one for a call.
+	 */
+	struct nc__xprt *nfsx[NC_NCONNECT_MAX];
+	unsigned nnfs;
+	_Atomic unsigned nfs_next; /* where nc__nfs() starts looking */
 	struct nc_cred mount_cred;
 	char export_path[1024]; /* the export MNTed; "" before */
 	struct nc_fh export_fh;
@@ -231,6 +256,13 @@ struct nc_client {
 int nc__client_xprt(nc_client_t *c, unsigned port, uint32_t prog, uint32_t vers,
 		    unsigned timeo, unsigned retrans, unsigned slots,
 		    struct nc__xprt **out);
+/*
+ * The NFS transport for the next call or batch: with nconnect=1 the one;
+ * else the one with the fewest calls under way, ties taken in turn.  A
+ * call stays on its transport, retransmissions included (a server's
+ * duplicate request cache is per connection).  NULL before mount.
+ */
+struct nc__xprt *nc__nfs(nc_client_t *c);
 /* The server's TCP port of prog/vers, from its rpcbind; err says why not. */
 int nc__find_port(nc_client_t *c, uint32_t prog, uint32_t vers, unsigned *port,
 		  char *err, size_t errlen);

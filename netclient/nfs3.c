@@ -80,9 +80,9 @@ static int nfs_call(nc_client_t *c, struct nc__rpc *r, const nfsstat3 *status)
 {
 	int rc;
 
-	if (!c->nfs)
+	if (!c->nfsx[0])
 		return -ENOTCONN;
-	rc = nc__xprt_call(c->nfs, r);
+	rc = nc__xprt_call(nc__nfs(c), r);
 	return rc ? rc : nc__nfs3_errno(*status);
 }
 
@@ -121,7 +121,7 @@ static const mode_t ftypes[] = {
 	[NF3FIFO] = S_IFIFO,
 };
 
-#define NFTYPES (sizeof(ftypes) / sizeof(ftypes[0]))
+#define NFTYPES (ARRAY_SIZE(ftypes))
 
 /* 0 for a type RFC 1813 does not have. */
 static ftype3 ftype_to3(mode_t type)
@@ -284,7 +284,7 @@ int nc_null(nc_client_t *c)
 		.xres = NC__XDRPROC(xdr_void),
 	};
 
-	return c->nfs ? nc__xprt_call(c->nfs, &r) : -ENOTCONN;
+	return c->nfsx[0] ? nc__xprt_call(nc__nfs(c), &r) : -ENOTCONN;
 }
 
 int nc_getattr(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
@@ -429,7 +429,11 @@ int nc_readlink(nc_client_t *c, const struct nc_cred *cr,
 
 /* READ, into the caller's buffer. */
 
-/* What xdr_read_into() decodes: a READ3res whose data goes to buf. */
+/*
+ * What xdr_read_into() decodes: a READ3res whose data goes to buf, or,
+ * with buf NULL, stays where it is in the reply record (data_val points
+ * into it).
+ */
 struct read_into {
 	READ3res res;
 	char *buf;
@@ -458,6 +462,19 @@ static bool_t xdr_read_into(XDR *xdrs, struct read_into *ri)
 	if (!xdr_post_op_attr(xdrs, &ok->file_attributes) ||
 	    !xdr_count3(xdrs, &ok->count) || !xdr_bool(xdrs, &ok->eof))
 		return FALSE;
+	if (xdrs->x_op == XDR_DECODE && !ri->buf) {
+		/* In place: the reply is an xdrmem stream over the record. */
+		u_int len, pos;
+
+		if (!xdr_u_int(xdrs, &len) || len > ri->max)
+			return FALSE;
+		pos = XDR_GETPOS(xdrs);
+		if (!XDR_SETPOS(xdrs, pos + ((len + 3) & ~3u)))
+			return FALSE; /* not that much in the record */
+		ok->data.data_len = len;
+		ok->data.data_val = xdrs->x_base + pos;
+		return TRUE;
+	}
 	if (xdrs->x_op == XDR_DECODE)
 		ok->data.data_val = ri->buf;
 	return xdr_bytes(xdrs, &ok->data.data_val, &ok->data.data_len, ri->max);
@@ -516,9 +533,45 @@ int nc_read(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
 	struct read_call rd;
 	struct nc__rpc r = read_prepare(&rd, cr, fh, off, count, buf);
 
-	if (!c->nfs)
+	if (!c->nfsx[0])
 		return -ENOTCONN;
-	return read_result(&rd, nc__xprt_call(c->nfs, &r), got, eof, attr);
+	return read_result(&rd, nc__xprt_call(nc__nfs(c), &r), got, eof, attr);
+}
+
+int nc_read_inplace(nc_client_t *c, const struct nc_cred *cr,
+		    const struct nc_fh *fh, uint64_t off, uint32_t count,
+		    struct nc_rbuf *b, bool *eof)
+{
+	struct read_call rd;
+	struct nc__rpc r = read_prepare(&rd, cr, fh, off, count, NULL);
+	struct nc__xprt *x;
+	uint32_t got = 0;
+	int rc;
+
+	memset(b, 0, sizeof(*b));
+	*eof = false;
+	if (!c->nfsx[0])
+		return -ENOTCONN;
+	r.keep_reply = true;
+	x = nc__nfs(c);
+	rc = read_result(&rd, nc__xprt_call(x, &r), &got, eof, NULL);
+	if (rc) {
+		nc__rec_put(x, r.reply_rec, r.reply_cap);
+		return rc;
+	}
+	b->data = rd.ri.res.READ3res_u.resok.data.data_val;
+	b->len = got;
+	b->rec_ = r.reply_rec;
+	b->cap_ = r.reply_cap;
+	b->xprt_ = x;
+	return 0;
+}
+
+void nc_rbuf_release(struct nc_rbuf *b)
+{
+	if (b->xprt_)
+		nc__rec_put(b->xprt_, b->rec_, b->cap_);
+	memset(b, 0, sizeof(*b));
 }
 
 /*
@@ -528,7 +581,7 @@ int nc_read(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
 static unsigned batch_calls(const nc_client_t *c, size_t size, unsigned io)
 {
 	size_t need = size / io + (size % io != 0);
-	unsigned slots = nc__xprt_slots(c->nfs);
+	unsigned slots = nc__xprt_slots(c->nfsx[0]);
 
 	return need < slots ? (unsigned)need : slots;
 }
@@ -544,7 +597,7 @@ int nc_pread(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
 
 	*got = 0;
 	*eof = false;
-	if (!c->nfs || !c->rsize)
+	if (!c->nfsx[0] || !c->rsize)
 		return -ENOTCONN;
 	if (len == 0)
 		return 0;
@@ -576,7 +629,7 @@ int nc_pread(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
 		 * reply with no data and no end is an error, as in Linux, or
 		 * this would loop.
 		 */
-		rc = nc__xprt_batch(c->nfs, rpcs, n);
+		rc = nc__xprt_batch(nc__nfs(c), rpcs, n);
 		for (unsigned i = 0; i < n; i++) {
 			uint32_t part;
 			bool end;
@@ -666,9 +719,9 @@ int nc_write(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
 	struct nc__rpc r = write_prepare(&wc, cr, fh, off, count, buf, stable);
 	int rc;
 
-	if (!c->nfs)
+	if (!c->nfsx[0])
 		return -ENOTCONN;
-	rc = nc__xprt_call(c->nfs, &r);
+	rc = nc__xprt_call(nc__nfs(c), &r);
 	memset(res, 0, sizeof(*res));
 	rc = write_result(&wc, rc, res, attr);
 	xdr_free(r.xres, r.resp);
@@ -697,7 +750,7 @@ int nc_pwrite_notify(nc_client_t *c, const struct nc_cred *cr,
 
 	memset(res, 0, sizeof(*res));
 	res->committed = NC_FILE_SYNC;
-	if (!c->nfs || !c->wsize)
+	if (!c->nfsx[0] || !c->wsize)
 		return -ENOTCONN;
 	if (len == 0)
 		return 0;
@@ -728,7 +781,7 @@ int nc_pwrite_notify(nc_client_t *c, const struct nc_cred *cr,
 		 * sent again from where the server stopped.  One that took
 		 * nothing is an error (as in Linux), or this would loop.
 		 */
-		rc = nc__xprt_batch_notify(c->nfs, rpcs, n,
+		rc = nc__xprt_batch_notify(nc__nfs(c), rpcs, n,
 					   at == len ? sent : NULL);
 		if (at == len)
 			sent = NULL;
@@ -845,7 +898,7 @@ int nc_create(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *dir,
 	struct nc_entry e;
 	int rc;
 
-	if ((unsigned)how >= sizeof(modes) / sizeof(modes[0]))
+	if ((unsigned)how >= ARRAY_SIZE(modes))
 		return -EINVAL;
 	if (how != NC_CREATE_EXCLUSIVE)
 		return create_once(c, cr, dir, name, modes[how], sa, out);

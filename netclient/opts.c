@@ -33,6 +33,8 @@
 #define SLOTS_DEFAULT 64
 #define SLOTS_MIN 1
 #define SLOTS_MAX 1024
+/* Linux's NFS_MAX_CONNECTIONS. */
+#define NCONNECT_MAX NC_NCONNECT_MAX
 /* nfs(5): rsize and wsize are rounded down to a multiple of 1024. */
 #define IO_GRANULE 1024
 #define PORT_MAX 65535 /* 0 means "ask rpcbind" */
@@ -57,6 +59,7 @@ void nc_opts_init(struct nc_opts *o)
 	o->retrans = RETRANS_DEFAULT;
 	o->retry = RETRY_DEFAULT;
 	o->slots = SLOTS_DEFAULT;
+	o->nconnect = 1;
 	o->policy = REGION_POLICY_REGION;
 	o->send_mode = TASK_INTERRUPTIBLE;
 	/* rsize, wsize 0: the server's choice; port, mountport 0: rpcbind. */
@@ -80,7 +83,8 @@ struct opt_def {
 	size_t off; /* OPT_NUMBER: offsetof the unsigned field */
 	unsigned min, max; /* OPT_NUMBER: the accepted range */
 	unsigned granule; /* OPT_NUMBER: rounded down to a multiple */
-	bool omit_zero; /* OPT_NUMBER: 0 is "unset", not written */
+	bool omit; /* OPT_NUMBER: not written when it is omit_value */
+	unsigned omit_value;
 	const char *only; /* OPT_ONLY: the one value accepted */
 	const char *why; /* OPT_ONLY, OPT_NO: why it is refused */
 	bool value_any; /* OPT_SAME: takes a value (any), else none */
@@ -99,7 +103,14 @@ struct opt_def {
 	{                                                                     \
 		.name = n, .kind = OPT_NUMBER,                                \
 		.off = offsetof(struct nc_opts, field), .min = lo, .max = hi, \
-		.granule = g, .omit_zero = z                                  \
+		.granule = g, .omit = z                                       \
+	}
+/* A number not written back when it has its default, d. */
+#define NUMBER_DEFAULT(n, field, lo, hi, d)                                   \
+	{                                                                     \
+		.name = n, .kind = OPT_NUMBER,                                \
+		.off = offsetof(struct nc_opts, field), .min = lo, .max = hi, \
+		.granule = 1, .omit = true, .omit_value = d                   \
 	}
 #define POLICY(n)                             \
 	{                                     \
@@ -150,7 +161,8 @@ static const struct opt_def opt_defs[] = {
 	ONLY("mountvers", ONLY_VERS, "intrfs speaks MOUNT version 3 only",
 	     false),
 	ONLY("sec", "sys", "intrfs speaks AUTH_SYS only", false),
-	ONLY("nconnect", "1", "intrfs makes one connection per mount", false),
+	/* As Linux shows it: only when more than one. */
+	NUMBER_DEFAULT("nconnect", nconnect, 1, NCONNECT_MAX, 1),
 	/*
 	 * nfs(5) options an fstab line for an NFSv3 mount may carry: what
 	 * this client does anyway is accepted, what it cannot do is refused
@@ -183,7 +195,7 @@ static const struct opt_def opt_defs[] = {
 	SEND("send"),
 };
 
-#define OPT_NDEFS (sizeof(opt_defs) / sizeof(opt_defs[0]))
+#define OPT_NDEFS (ARRAY_SIZE(opt_defs))
 
 const char *nc_intr_mode_name(enum nc_intr_mode m)
 {
@@ -435,7 +447,7 @@ void nc_opts_format(const struct nc_opts *o, char *buf, size_t len)
 			break;
 		case OPT_NUMBER:
 			v = opt_get(o, d);
-			if (v || !d->omit_zero)
+			if (!d->omit || v != d->omit_value)
 				append(buf, len, &pos, "%s%s=%u", sep, d->name,
 				       v);
 			break;

@@ -257,6 +257,9 @@ static void xid_remove(struct nc__xprt *x, struct nc__call *call)
 
 void nc__call_finish(struct nc__xprt *x, struct nc__call *call, int rc)
 {
+	if (rc && call->has_slot && call->state == NC__CALL_SENT &&
+	    call->sent_gen == x->gen && !call->reply)
+		x->orphans++;
 	call->state = NC__CALL_DONE;
 	call->rc = rc;
 	xid_remove(x, call);
@@ -322,6 +325,16 @@ uint64_t nc__xprt_idle_ns(struct nc__xprt *x)
 		 now = region_now_ns();
 
 	return last && now > last ? now - last : 0;
+}
+
+unsigned nc__xprt_local_port(struct nc__xprt *x)
+{
+	unsigned port;
+
+	region_task_mutex_lock_nofail(&x->lock);
+	port = x->ever_connected ? x->local_port : 0;
+	region_task_mutex_unlock(&x->lock);
+	return port;
 }
 
 void nc__xprt_set_wait_mode(struct nc__xprt *x, enum task_mode mode)
@@ -562,6 +575,7 @@ static int xprt_connect_locked(struct nc__xprt *x, uint64_t deadline,
 	x->local_port = ntohs(local.sin_port);
 	x->fd = fd;
 	x->gen++;
+	x->orphans = 0;
 	x->conn = NC__CONN_UP;
 	x->replied = false;
 	x->next_connect_ns = 0;
@@ -839,6 +853,7 @@ static int xprt_send_pending(struct nc__xprt *x, struct nc__call *calls,
 				*held = true;
 			}
 			nc__count(&x->stats->sends);
+			nc__count_inflight(x->stats, x->inflight);
 			/* relaxed: a statistic. */
 			atomic_store_explicit(&x->last_io_ns, xmit_at,
 					      memory_order_relaxed);
@@ -1032,6 +1047,8 @@ int nc__xprt_batch_notify(struct nc__xprt *x, struct nc__rpc *rpcs, unsigned n,
 		return -ENOMEM;
 	}
 	region_task_cond_init(&waiter.cond);
+	atomic_fetch_add_explicit(&x->load, n, memory_order_relaxed);
+	atomic_fetch_add_explicit(&x->carried, n, memory_order_relaxed);
 
 	region_task_mutex_lock_nofail(&x->lock);
 	start = region_now_ns();
@@ -1066,6 +1083,13 @@ int nc__xprt_batch_notify(struct nc__xprt *x, struct nc__rpc *rpcs, unsigned n,
 			rc = -ESHUTDOWN;
 			break;
 		}
+		/*
+		 * A reader whose connection went (or whose call must be sent
+		 * again) hands the reading back before anything waits for
+		 * the old socket to be closed.
+		 */
+		if (!nc__lone_ok(x, &calls[0]))
+			nc__reader_release(x, &calls[0]);
 		/*
 		 * From here on its retransmissions and the wait for its reply
 		 * end only on a fatal interrupt (under policies that enforce
@@ -1109,6 +1133,15 @@ int nc__xprt_batch_notify(struct nc__xprt *x, struct nc__rpc *rpcs, unsigned n,
 			wake = send_at;
 		if (rc == -EAGAIN && retry_at && retry_at < wake)
 			wake = retry_at;
+		/* Alone in flight: read the reply ourselves. */
+		if (n == 1 && nc__lone_ok(x, &calls[0])) {
+			rc = nc__lone_read(x, &calls[0], wait_mode, wake);
+			if (rc == -EINTR)
+				break;
+			continue;
+		}
+		nc__reader_release(x, &calls[0]);
+		nc__reader_ensure(x);
 		if (x->inflight >= x->slots && !waiter.on_slot_list) {
 			waiter.next_slot = x->slot_waiters;
 			x->slot_waiters = &waiter;
@@ -1129,6 +1162,7 @@ int nc__xprt_batch_notify(struct nc__xprt *x, struct nc__rpc *rpcs, unsigned n,
 				nc__count(&x->stats->interrupted);
 		}
 	}
+	nc__reader_release(x, &calls[0]);
 	if (waiter.on_slot_list) {
 		struct nc__waiter **p;
 
@@ -1154,9 +1188,15 @@ int nc__xprt_batch_notify(struct nc__xprt *x, struct nc__rpc *rpcs, unsigned n,
 		if (call->rc && !first)
 			first = call->rc;
 		nc__count(&x->stats->calls);
-		nc__rec_put(x, call->reply, call->reply_cap);
+		if (call->rpc->keep_reply && call->rc == 0 && call->reply) {
+			rpcs[i].reply_rec = call->reply;
+			rpcs[i].reply_cap = call->reply_cap;
+		} else {
+			nc__rec_put(x, call->reply, call->reply_cap);
+		}
 		free(call->rec);
 	}
+	atomic_fetch_sub_explicit(&x->load, n, memory_order_relaxed);
 	region_task_cond_destroy(&waiter.cond);
 	free(calls);
 	return first;
@@ -1165,6 +1205,18 @@ int nc__xprt_batch_notify(struct nc__xprt *x, struct nc__rpc *rpcs, unsigned n,
 int nc__xprt_batch(struct nc__xprt *x, struct nc__rpc *rpcs, unsigned n)
 {
 	return nc__xprt_batch_notify(x, rpcs, n, NULL);
+}
+
+unsigned nc__xprt_load(const struct nc__xprt *x)
+{
+	/* Relaxed: a hint for choosing a transport, ordering nothing. */
+	return atomic_load_explicit(&x->load, memory_order_relaxed);
+}
+
+uint64_t nc__xprt_carried(const struct nc__xprt *x)
+{
+	/* Relaxed: a statistic. */
+	return atomic_load_explicit(&x->carried, memory_order_relaxed);
 }
 
 int nc__xprt_call(struct nc__xprt *x, struct nc__rpc *r)
@@ -1208,12 +1260,19 @@ int nc__xprt_create(const struct nc__xprt_cfg *cfg, struct nc__xprt **out)
 		err = -errno;
 		goto out_free;
 	}
-	err = -pthread_create(&x->rx, NULL, nc__xprt_receiver, x);
-	if (err)
+	x->rx_staging = malloc(NC__RX_STAGING);
+	if (!x->rx_staging) {
+		err = -ENOMEM;
 		goto out_close_efd;
+	}
+	err = -pthread_create(&x->rx_thread, NULL, nc__xprt_receiver, x);
+	if (err)
+		goto out_free_staging;
 	*out = x;
 	return 0;
 
+out_free_staging:
+	free(x->rx_staging);
 out_close_efd:
 	close(x->rx_efd);
 out_free:
@@ -1258,10 +1317,12 @@ void nc__xprt_destroy(struct nc__xprt *x)
 	region_task_mutex_unlock(&x->lock);
 	n = write(x->rx_efd, &one, sizeof(one));
 	(void)n;
-	pthread_join(x->rx, NULL);
+	pthread_join(x->rx_thread, NULL);
 	if (x->closing_fd >= 0)
 		nc__close_reset(x->closing_fd);
 	close(x->rx_efd);
+	nc__rx_reset(&x->rx);
+	free(x->rx_staging);
 	nc__rec_drain(x);
 	pthread_mutex_destroy(&x->rec_lock);
 	region_task_cond_destroy(&x->conn_cond);

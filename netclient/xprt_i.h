@@ -24,6 +24,8 @@
 /* Record marking (RFC 5531, section 11): the last-fragment bit. */
 #define NC__RM_LAST 0x80000000u
 #define NC__XID_BUCKETS 256
+/* What one recv() of the reader may bring. */
+#define NC__RX_STAGING (64 * 1024)
 
 enum nc__call_state {
 	NC__CALL_UNSENT, /* needs (re)transmission */
@@ -73,6 +75,16 @@ struct nc__xprt;
 void nc__event(const struct nc__xprt *x, enum nc_event_type type,
 	       const struct nc__call *call, bool by_client, bool partial);
 
+/* The record parser's state: a record being reassembled from fragments. */
+struct nc__rx {
+	unsigned char mark[4];
+	unsigned mark_have;
+	size_t frag_left; /* bytes of the current fragment still due */
+	bool last; /* the current fragment is the record's last */
+	unsigned char *rec;
+	size_t rec_len, rec_cap;
+};
+
 /* Record buffers kept for reuse, and the smallest kept. */
 #define NC__REC_KEEP 8
 #define NC__REC_MIN (64u * 1024)
@@ -89,6 +101,8 @@ struct nc__xprt {
 	struct nc__xstats *stats;
 	struct nc__pstat *pstats; /* per procedure, or NULL */
 	_Atomic uint64_t last_io_ns; /* a record last sent or a reply taken */
+	_Atomic unsigned load; /* calls of batches under way (nc__xprt_load) */
+	_Atomic uint64_t carried; /* calls ever made on it */
 
 	task_mutex_t send_lock; /* serialises records on the stream */
 	task_mutex_t lock;
@@ -113,12 +127,36 @@ struct nc__xprt {
 	bool garbage; /* the receiver found a stream not RPC */
 	struct nc__call *table[NC__XID_BUCKETS];
 	unsigned inflight;
+	/*
+	 * Calls given up after they were sent on this connection, before
+	 * their reply: the receiver reads for those replies even with
+	 * nothing in flight (to drop them), and no call reads its own reply
+	 * meanwhile.  Zero again on a new connection.
+	 */
+	unsigned orphans;
 	struct nc__waiter *slot_waiters;
 	uint32_t next_xid;
 	bool stop;
 
-	pthread_t rx;
-	int rx_efd; /* wakes the receiver: stop, or a disconnect */
+	/*
+	 * Who reads the socket.  The receiver thread does while calls are in
+	 * flight; with none it parks (rx_parked: it watches the socket only
+	 * for a hang-up).  A call that is then alone in flight has its own
+	 * task read its reply (reader_call: the lone-call receive, no hop
+	 * through the receiver), and hands the reading back, with the
+	 * receiver woken, once another call needs it.  Whoever reads owns
+	 * rx and rx_staging; a record cut by a change of reader is finished
+	 * by the next one.  The receiver never closes a socket while a call
+	 * reads it.
+	 */
+	bool rx_parked;
+	const struct nc__call *reader_call;
+	struct nc__rx rx; /* owned by the reader */
+	uint64_t rx_gen; /* the connection rx belongs to; the reader's */
+	unsigned char *rx_staging; /* the reader's */
+
+	pthread_t rx_thread;
+	int rx_efd; /* wakes the receiver: stop, a disconnect, unparking */
 
 	/*
 	 * Record buffers given back after their reply was decoded, for the
@@ -139,6 +177,16 @@ struct nc__xprt {
 static inline void nc__count(_Atomic uint64_t *c)
 {
 	atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
+}
+
+/*
+ * At each send, the calls in flight on its connection: summed (mountstats'
+ * inflightsends) and the most (its maxslots).
+ */
+static inline void nc__count_inflight(struct nc__xstats *st, unsigned n)
+{
+	atomic_fetch_add_explicit(&st->inflight_sum, n, memory_order_relaxed);
+	atomic_max_u64(&st->inflight_max, n);
 }
 
 /* The XID table's chain for xid.  Called with x->lock held. */
@@ -163,16 +211,6 @@ uint64_t nc__xprt_dead_after(const struct nc__xprt *x);
 
 /* xprt_recv.c: the receiver's side. */
 
-/* The record parser's state: a record being reassembled from fragments. */
-struct nc__rx {
-	unsigned char mark[4];
-	unsigned mark_have;
-	size_t frag_left; /* bytes of the current fragment still due */
-	bool last; /* the current fragment is the record's last */
-	unsigned char *rec;
-	size_t rec_len, rec_cap;
-};
-
 /*
  * Consumes len bytes of the stream, handing each whole record to the call
  * it answers.  Takes x->lock for each record.  Returns 0, or -EPROTO when
@@ -188,8 +226,6 @@ void nc__rx_reset(struct nc__rx *rx);
  * only records of NC__REC_MIN bytes and more are kept.
  */
 unsigned char *nc__rec_get(struct nc__xprt *x, size_t need, size_t *cap);
-/* Gives a record buffer back (or frees it); rec may be NULL. */
-void nc__rec_put(struct nc__xprt *x, unsigned char *rec, size_t cap);
 /* Frees the kept buffers (the transport's end). */
 void nc__rec_drain(struct nc__xprt *x);
 /*
@@ -199,6 +235,27 @@ void nc__rec_drain(struct nc__xprt *x);
 int nc__decode_reply(struct nc__xprt *x, struct nc__call *call);
 /* The receiver thread's body; arg is the transport. */
 void *nc__xprt_receiver(void *arg);
+/*
+ * The lone-call receive, called with x->lock held in call's own task, the
+ * only call in flight, sent on the connection up now: reads the socket
+ * until something comes, the interrupt of mode, or wake (region_now_ns()
+ * time); returns with x->lock held, 0 or -EINTR.  call stays the reader
+ * until nc__reader_release().
+ */
+int nc__lone_read(struct nc__xprt *x, const struct nc__call *call,
+		  enum task_mode mode, uint64_t wake);
+/* True when call may read its own reply now (x->lock held). */
+bool nc__lone_ok(const struct nc__xprt *x, const struct nc__call *call);
+/*
+ * call stops reading (x->lock held); the receiver is woken when calls are
+ * still in flight or a socket waits to be closed.
+ */
+void nc__reader_release(struct nc__xprt *x, const struct nc__call *call);
+/*
+ * A call about to wait for its reply on its condition (x->lock held): the
+ * receiver is woken if it is parked while calls are in flight.
+ */
+void nc__reader_ensure(struct nc__xprt *x);
 /* Closes a socket with an RST (no TIME_WAIT for its source port). */
 void nc__close_reset(int fd);
 

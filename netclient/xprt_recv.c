@@ -4,7 +4,11 @@
  * 11), finds the waiting call by XID and hands it the reply; the call's own
  * task decodes the reply header and results (nc__decode_reply()).  The
  * receiver also watches a connection with calls in flight for a dead path,
- * and closes the sockets that the calls' side drops.
+ * and closes the sockets that the calls' side drops.  A call alone in
+ * flight reads its own reply instead (nc__lone_read(): no wake-up of the
+ * receiver and then of the call), in its task and its wait's mode, so
+ * that its regions and policy decide that wait too; the receiver takes
+ * over as soon as a second call is in flight.
  *
  * The receiver never waits for anything but the socket (and, with nothing
  * to read, for a connection), so a call never waits behind another task's
@@ -49,7 +53,9 @@
 /* The biggest reply we take: a full READ plus headers and attributes. */
 #define REPLY_MAX (NC_MAX_IO + 64 * 1024)
 /* What one recv() may bring. */
-#define RX_STAGING (64 * 1024)
+#define RX_STAGING NC__RX_STAGING
+/* What is left of a fragment for it to be read straight into its record. */
+#define RX_DIRECT_MIN (16 * 1024)
 /* How often the receiver looks at the socket while calls are in flight. */
 #define LIVENESS_POLL_MS 500
 
@@ -169,6 +175,8 @@ static int deliver(struct nc__xprt *x, unsigned char *rec, size_t len,
 	call = xid_find(x, xid);
 	if (!call || call->state == NC__CALL_DONE) {
 		nc__count(&x->stats->unknown_xids);
+		if (x->orphans)
+			x->orphans--;
 		region_task_mutex_unlock(&x->lock);
 		nc__rec_put(x, rec, cap);
 		return 0;
@@ -222,10 +230,33 @@ void nc__rx_reset(struct nc__rx *rx)
 	rx->last = false;
 }
 
+/*
+ * take more bytes of the current fragment are in rx->rec: a fragment that
+ * ends ends its record when it is the last, and the record goes to its
+ * call.
+ */
+static int rx_took(struct nc__xprt *x, struct nc__rx *rx, size_t take)
+{
+	int rc = 0;
+
+	rx->rec_len += take;
+	rx->frag_left -= take;
+	if (rx->frag_left == 0) {
+		rx->mark_have = 0;
+		if (rx->last) {
+			rc = deliver(x, rx->rec, rx->rec_len, rx->rec_cap);
+			rx->rec = NULL;
+			rx->rec_len = rx->rec_cap = 0;
+		}
+	}
+	return rc;
+}
+
 int nc__rx_parse(struct nc__xprt *x, struct nc__rx *rx,
 		 const unsigned char *buf, size_t len)
 {
 	size_t pos = 0;
+	int rc;
 
 	while (pos < len) {
 		size_t take;
@@ -265,21 +296,10 @@ int nc__rx_parse(struct nc__xprt *x, struct nc__rx *rx,
 		}
 		take = rx->frag_left < len - pos ? rx->frag_left : len - pos;
 		memcpy(rx->rec + rx->rec_len, buf + pos, take);
-		rx->rec_len += take;
 		pos += take;
-		rx->frag_left -= take;
-		if (rx->frag_left == 0) {
-			rx->mark_have = 0;
-			if (rx->last) {
-				int rc = deliver(x, rx->rec, rx->rec_len,
-						 rx->rec_cap);
-
-				rx->rec = NULL;
-				rx->rec_len = rx->rec_cap = 0;
-				if (rc)
-					return rc;
-			}
-		}
+		rc = rx_took(x, rx, take);
+		if (rc)
+			return rc;
 	}
 	return 0;
 }
@@ -322,20 +342,104 @@ static bool path_dead(struct nc__xprt *x, int fd)
 }
 
 /*
- * Reads from fd until the connection ends, the transport stops or a
- * disconnect wakes us.  Returns true when the receiver should drop the
+ * One read of the socket by its reader: what came is parsed (each whole
+ * record handed to its call).  Returns 1 when something was read, 0 when
+ * nothing was there, -1 when the connection must be dropped: EOF, an
+ * error, or (*garbage) a stream that is not RPC.  rx belongs to the
+ * connection gen it was reset for; a new connection starts it afresh.
+ */
+static int rx_read(struct nc__xprt *x, int fd, uint64_t gen, bool *garbage)
+{
+	ssize_t n;
+
+	if (x->rx_gen != gen) {
+		nc__rx_reset(&x->rx);
+		x->rx_gen = gen;
+	}
+	/*
+	 * Deep in a big fragment (a READ's data): straight into the record,
+	 * as much as the fragment still holds, with no staging copy.
+	 */
+	if (x->rx.rec && x->rx.frag_left >= RX_DIRECT_MIN) {
+		n = recv(fd, x->rx.rec + x->rx.rec_len, x->rx.frag_left,
+			 MSG_DONTWAIT);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return 0;
+		if (n <= 0)
+			return -1;
+		if (rx_took(x, &x->rx, (size_t)n) < 0) {
+			*garbage = true;
+			return -1;
+		}
+		return 1;
+	}
+	n = recv(fd, x->rx_staging, RX_STAGING, MSG_DONTWAIT);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return 0;
+	if (n <= 0)
+		return -1; /* EOF or a broken connection */
+	if (nc__rx_parse(x, &x->rx, x->rx_staging, (size_t)n) < 0) {
+		*garbage = true;
+		return -1;
+	}
+	return 1;
+}
+
+/*
+ * A dropped read (rx_read() -1, or a dead path) on connection gen: it goes,
+ * counted as the client's reset when by_client, and a stream that is not
+ * RPC ends a soft transport's calls.  Called with x->lock held.
+ */
+static void rx_drop(struct nc__xprt *x, uint64_t gen, bool by_client,
+		    bool garbage)
+{
+	if (x->gen == gen && x->conn == NC__CONN_UP)
+		nc__xprt_disconnect(x, by_client || garbage);
+	if (garbage) {
+		x->garbage = true;
+		/* Sending again would get the same: soft ends here. */
+		if (x->timeout.mode != NC_HARD)
+			fail_all_calls(x, -EPROTO);
+	}
+}
+
+/*
+ * Watches fd until the connection ends, the transport stops or a
+ * disconnect wakes us; reads it while calls are in flight and no call reads
+ * its own reply.  Returns true when the receiver should drop the
  * connection itself (EOF, error, untrustworthy stream, dead path).
  */
-static bool rx_connection(struct nc__xprt *x, struct nc__rx *rx,
-			  unsigned char *staging, int fd, uint64_t gen,
+static bool rx_connection(struct nc__xprt *x, int fd, uint64_t gen,
 			  bool *by_client, bool *garbage)
 {
 	struct pollfd p[2] = { { fd, POLLIN, 0 }, { x->rx_efd, POLLIN, 0 } };
 
 	for (;;) {
-		ssize_t n;
-		int ready = poll(p, 2, LIVENESS_POLL_MS);
+		bool parked, gone, reader;
+		int ready, r;
 
+		region_task_mutex_lock_nofail(&x->lock);
+		gone = x->stop || x->gen != gen || x->conn != NC__CONN_UP;
+		reader = x->reader_call != NULL;
+		/*
+		 * Parked with nothing in flight, or while a call reads its
+		 * own reply: then only a hang-up of an idle connection is
+		 * ours to see.  Not while the replies of calls given up may
+		 * still come: those are read and dropped as they come.
+		 */
+		parked = reader || (x->inflight == 0 && x->orphans == 0);
+		x->rx_parked = parked;
+		region_task_mutex_unlock(&x->lock);
+		if (gone)
+			return false;
+		p[0].fd = reader ? -1 : fd;
+		p[0].events = parked ? POLLRDHUP : POLLIN;
+		p[0].revents = 0;
+		/*
+		 * Parked too, it looks for a dead path twice a second: a call
+		 * reading its own reply waits once, as long as its timeout.
+		 */
+		ready = poll(p, 2, LIVENESS_POLL_MS);
 		if (ready < 0) {
 			if (errno == EINTR)
 				continue;
@@ -350,30 +454,88 @@ static bool rx_connection(struct nc__xprt *x, struct nc__rx *rx,
 		}
 		if (p[1].revents) {
 			uint64_t v;
-			bool gone;
+			ssize_t n = read(x->rx_efd, &v, sizeof(v));
 
-			n = read(x->rx_efd, &v, sizeof(v));
 			(void)n;
-			region_task_mutex_lock_nofail(&x->lock);
-			gone = x->stop || x->gen != gen ||
-			       x->conn != NC__CONN_UP;
-			region_task_mutex_unlock(&x->lock);
-			if (gone)
-				return false;
+			continue; /* look again at who reads */
 		}
 		if (!p[0].revents)
 			continue;
-		n = recv(fd, staging, RX_STAGING, MSG_DONTWAIT);
-		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		region_task_mutex_lock_nofail(&x->lock);
+		/* A call may have become the reader since we looked. */
+		parked = x->reader_call != NULL;
+		if (!parked)
+			x->rx_parked = false;
+		region_task_mutex_unlock(&x->lock);
+		if (parked)
 			continue;
-		if (n <= 0)
-			return true; /* EOF or a broken connection */
-		if (nc__rx_parse(x, rx, staging, (size_t)n) < 0) {
-			*by_client = true;
-			*garbage = true;
+		r = rx_read(x, fd, gen, garbage);
+		if (r < 0) {
+			*by_client = *garbage;
 			return true;
 		}
 	}
+}
+
+/* The lone-call receive. */
+
+bool nc__lone_ok(const struct nc__xprt *x, const struct nc__call *call)
+{
+	return call->state == NC__CALL_SENT && x->conn == NC__CONN_UP &&
+	       call->sent_gen == x->gen && x->inflight == 1 && call->has_slot &&
+	       x->closing_fd < 0 &&
+	       (x->reader_call == call ||
+		(!x->reader_call && x->rx_parked && x->orphans == 0));
+}
+
+static void wake_receiver(struct nc__xprt *x)
+{
+	uint64_t one = 1;
+	ssize_t n;
+
+	x->rx_parked = false;
+	n = write(x->rx_efd, &one, sizeof(one));
+	(void)n;
+}
+
+void nc__reader_release(struct nc__xprt *x, const struct nc__call *call)
+{
+	if (x->reader_call != call)
+		return;
+	x->reader_call = NULL;
+	if (x->inflight > 0 || x->orphans > 0 || x->closing_fd >= 0)
+		wake_receiver(x);
+	region_task_cond_broadcast(&x->conn_cond);
+}
+
+void nc__reader_ensure(struct nc__xprt *x)
+{
+	if (!x->reader_call && x->rx_parked && x->inflight > 0)
+		wake_receiver(x);
+}
+
+int nc__lone_read(struct nc__xprt *x, const struct nc__call *call,
+		  enum task_mode mode, uint64_t wake)
+{
+	int fd = x->fd;
+	uint64_t gen = x->gen, now = region_now_ns();
+	int64_t left = wake > now ? (int64_t)(wake - now) : 0;
+	bool garbage = false;
+	short rev = 0;
+	int rc, r = 0;
+
+	if (x->reader_call != call) {
+		x->reader_call = call;
+		nc__count(&x->stats->lone_reads);
+	}
+	region_task_mutex_unlock(&x->lock);
+	rc = region_task_wait_fd(fd, POLLIN, mode, left, &rev);
+	if (rc == 0)
+		r = rx_read(x, fd, gen, &garbage);
+	region_task_mutex_lock_nofail(&x->lock);
+	if (r < 0)
+		rx_drop(x, gen, garbage, garbage);
+	return rc == -EINTR ? -EINTR : 0;
 }
 
 void nc__close_reset(int fd)
@@ -387,17 +549,22 @@ void nc__close_reset(int fd)
 void *nc__xprt_receiver(void *arg)
 {
 	struct nc__xprt *x = arg;
-	struct nc__rx rx = { 0 };
-	unsigned char *staging = malloc(RX_STAGING);
 
-	if (!staging)
-		abort();
 	region_task_mutex_lock_nofail(&x->lock);
 	for (;;) {
 		bool by_client = false, garbage = false, drop;
 		uint64_t gen;
 		int fd;
 
+		if (x->closing_fd >= 0 && x->reader_call) {
+			/* Not while a call reads it: it hands over first. */
+			int rc = region_task_cond_wait(&x->conn_cond, &x->lock,
+						       TASK_UNINTERRUPTIBLE,
+						       TASK_FOREVER);
+
+			(void)rc;
+			continue;
+		}
 		if (x->closing_fd >= 0) {
 			int cfd = x->closing_fd;
 
@@ -431,22 +598,13 @@ void *nc__xprt_receiver(void *arg)
 		gen = x->gen;
 		region_task_mutex_unlock(&x->lock);
 
-		nc__rx_reset(&rx);
-		drop = rx_connection(x, &rx, staging, fd, gen, &by_client,
-				     &garbage);
+		drop = rx_connection(x, fd, gen, &by_client, &garbage);
 
 		region_task_mutex_lock_nofail(&x->lock);
-		if (drop && x->gen == gen && x->conn == NC__CONN_UP)
-			nc__xprt_disconnect(x, by_client);
-		if (garbage) {
-			x->garbage = true;
-			/* Sending again would get the same: soft ends here. */
-			if (x->timeout.mode != NC_HARD)
-				fail_all_calls(x, -EPROTO);
-		}
+		if (drop)
+			rx_drop(x, gen, by_client, garbage);
 	}
+	x->rx_parked = false;
 	region_task_mutex_unlock(&x->lock);
-	nc__rx_reset(&rx);
-	free(staging);
 	return NULL;
 }

@@ -2,7 +2,8 @@
  * intrfs netclient: an NFSv3 + MOUNT3 client over ONC RPC on TCP.
  *
  * One client talks to one server: a MOUNT transport for MNT/UMNT/EXPORT and
- * one NFS transport, a single TCP connection with many calls in flight.
+ * the NFS transports, each a TCP connection with many calls in flight (one,
+ * or nconnect= of them, each call on the least busy).
  * Every blocking point runs in the calling task (include/intrfs/region.h)
  * with the per-call mode a Linux NFS client would use there, so the caller's
  * regions and policy decide what an interrupt does:
@@ -79,6 +80,8 @@ enum nc_intr_mode {
 	} while (0)
 
 #define NC_MAX_IO (1u << 20)
+/* nconnect= at most, as Linux's NFS_MAX_CONNECTIONS. */
+#define NC_NCONNECT_MAX 16
 
 struct nc_opts {
 	enum nc_timeo_mode timeo_mode;
@@ -91,7 +94,8 @@ struct nc_opts {
 	unsigned mountport; /* MOUNT port; 0: ask rpcbind */
 	unsigned nlmport; /* the lock manager's (NLM) port; 0: ask rpcbind */
 	unsigned retry; /* minutes a hard mount keeps trying to mount */
-	unsigned slots; /* calls in flight on the NFS connection */
+	unsigned slots; /* calls in flight on each NFS connection */
+	unsigned nconnect; /* NFS connections (TCP) to the server */
 	enum region_policy policy; /* how the caller's regions are enforced */
 	/*
 	 * The mode of the send's waits, for the transport's send lock and
@@ -112,7 +116,7 @@ struct nc_opts {
 
 /*
  * Defaults: hard, killable, timeo=600, retrans=2, slots=64, retry=2,
- * policy=region, send=interruptible.
+ * nconnect=1, policy=region, send=interruptible.
  */
 void nc_opts_init(struct nc_opts *o);
 
@@ -224,7 +228,10 @@ struct nc_pathconf {
 	X(connect_ns, "time spent connecting, ns")                   \
 	X(sends, "records sent whole (calls and retransmissions)")   \
 	X(receives, "replies taken for a call")                      \
-	X(backlog, "calls that waited for a free slot")
+	X(lone_reads, "calls that read their own reply, alone")      \
+	X(backlog, "calls that waited for a free slot")              \
+	X(inflight_sum, "calls in flight, summed at each send")      \
+	X(inflight_max, "the most calls in flight on a connection")
 
 struct nc_stats {
 #define NC__STATS_FIELD(name, what) uint64_t name;
@@ -325,6 +332,8 @@ const struct nc_opts *nc_client_opts(const nc_client_t *c);
 const char *nc_client_server(const nc_client_t *c);
 /* The NFS port mounted: port=, or rpcbind's answer. */
 unsigned nc_client_nfs_port(const nc_client_t *c);
+/* The source port of the first NFS connection (0: none yet). */
+unsigned nc_client_local_port(const nc_client_t *c);
 void nc_client_stats(const nc_client_t *c, struct nc_stats *st);
 /*
  * The mount's intr/killable/nointr mode for the NFS calls' waits that
@@ -347,7 +356,13 @@ struct nc_call_info {
  */
 unsigned nc_client_task_calls(nc_client_t *c, const task_t *t,
 			      struct nc_call_info *out, unsigned max);
-/* The per-procedure counters of the NFS connection, st[NC_NPROCS]. */
+/*
+ * The NFS connections (nconnect=): how many, and the calls each has
+ * carried so far into calls[0..max-1].
+ */
+unsigned nc_client_connections(const nc_client_t *c, uint64_t *calls,
+			       unsigned max);
+/* The per-procedure counters of the NFS connections, st[NC_NPROCS]. */
 void nc_client_proc_stats(const nc_client_t *c, struct nc_proc_stats *st);
 
 /* The export list (MOUNTPROC3_EXPORT); fn is called once per export. */
@@ -409,6 +424,23 @@ NC_MUST_CHECK int nc_write(nc_client_t *c, const struct nc_cred *cr,
 			   const struct nc_fh *fh, uint64_t off, uint32_t count,
 			   const void *buf, enum nc_stable stable,
 			   struct nc_write_res *res, struct nc_attr *attr);
+
+/*
+ * One READ of at most count bytes (count <= rsize) with its data left where
+ * the reply landed, no copy: b->data and b->len, *eof.  On success
+ * nc_rbuf_release(b) gives the reply back once the data is used; on
+ * failure b holds nothing.
+ */
+struct nc_rbuf {
+	const void *data;
+	size_t len;
+	void *rec_, *xprt_; /* the reply record and its transport */
+	size_t cap_;
+};
+NC_MUST_CHECK int nc_read_inplace(nc_client_t *c, const struct nc_cred *cr,
+				  const struct nc_fh *fh, uint64_t off,
+				  uint32_t count, struct nc_rbuf *b, bool *eof);
+void nc_rbuf_release(struct nc_rbuf *b);
 
 /*
  * Large I/O: splits [off, off+len) into rsize/wsize calls and keeps up to

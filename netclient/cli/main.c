@@ -23,6 +23,7 @@
  * the reader of stdout went away (quietly, as a cat killed by SIGPIPE).
  */
 #include "cli_i.h"
+#include "intrfs/util.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -94,7 +95,7 @@ static const struct cli_cmd cmds[] = {
 	  "file system size and use (FSSTAT)" },
 };
 
-#define NCMDS (sizeof(cmds) / sizeof(cmds[0]))
+#define NCMDS (ARRAY_SIZE(cmds))
 
 static void usage(FILE *f)
 {
@@ -128,11 +129,21 @@ static void usage(FILE *f)
 		"the server's)\n"
 		"     port=N             NFS port (default: ask rpcbind)\n"
 		"     mountport=N        MOUNT port (default: ask rpcbind)\n"
+		"     nlmport=N          the lock manager's port (default: ask "
+		"rpcbind)\n"
 		"     retry=N            minutes a hard mount retries MNT (2)\n"
-		"     slots=N            calls in flight at once (64)\n"
-		"     policy=P           the task's region policy: percall, "
-		"region (default)\n"
-		"                        or sigmask\n"
+		"     slots=N            calls in flight on each connection (64)\n"
+		"     nconnect=N         TCP connections to the server (1)\n"
+		"     policy=P           the task's region policy: region "
+		"(default), percall,\n"
+		"                        sigmask, or linux (percall with Linux's "
+		"own\n"
+		"                        per-call waits: killable whatever intr "
+		"or nointr say)\n"
+		"     send=MODE          the send's own waits: interruptible "
+		"(default),\n"
+		"                        killable or uninterruptible (the "
+		"per-call fix)\n"
 		"  -v           after the command, print on stderr the export, "
 		"rsize, wsize\n"
 		"               and the transport counters, one name=value a "

@@ -298,6 +298,117 @@ TEST_IMPL(client_data_sizes)
 	return 0;
 }
 
+/*
+ * nconnect=4: four connections made at mount, calls spread over them (each
+ * carries some of four concurrent streams), and every byte lands right.
+ */
+#define NC_STREAMS 4
+#define NC_STREAM_BYTES (4u << 20)
+
+struct nc_stream {
+	struct ctx *x;
+	unsigned i;
+	int rc; /* 0, or the line that failed */
+};
+
+static void *nc_stream_run(void *arg)
+{
+	struct nc_stream *st = arg;
+	struct task_attr attr = { "nconnect-stream", REGION_POLICY_REGION,
+				  NULL };
+	task_t *t = region_task_create(&attr);
+	unsigned char *in = malloc(NC_STREAM_BYTES);
+	unsigned char *out = malloc(NC_STREAM_BYTES);
+	struct nc_sattr sa = mode(0644);
+	struct nc_write_res wr;
+	unsigned char verf[8];
+	struct nc_entry f;
+	char name[32];
+	size_t got = 0;
+	bool eof;
+
+	region_task_enter(t);
+	for (size_t k = 0; k < NC_STREAM_BYTES; k++)
+		in[k] = (unsigned char)(k * 7 + st->i * 13 + k / 4096);
+	snprintf(name, sizeof(name), "stream-%u", st->i);
+	if (nc_create(st->x->c, &st->x->root, &st->x->dir, name,
+		      NC_CREATE_GUARDED, &sa, &f))
+		st->rc = __LINE__;
+	else if (nc_pwrite(st->x->c, &st->x->root, &f.fh, 0, NC_STREAM_BYTES,
+			   in, NC_UNSTABLE, &wr) ||
+		 wr.count != NC_STREAM_BYTES)
+		st->rc = __LINE__;
+	else if (nc_commit(st->x->c, &st->x->root, &f.fh, 0, 0, verf))
+		st->rc = __LINE__;
+	else if (nc_pread(st->x->c, &st->x->root, &f.fh, 0, NC_STREAM_BYTES,
+			  out, &got, &eof) ||
+		 got != NC_STREAM_BYTES || memcmp(in, out, got) != 0)
+		st->rc = __LINE__;
+	region_task_leave(t);
+	region_task_put(t);
+	free(in);
+	free(out);
+	return NULL;
+}
+
+TEST_IMPL(client_nconnect)
+{
+	uint64_t carried[NC_NCONNECT_MAX];
+	struct nc_stream st[NC_STREAMS];
+	pthread_t th[NC_STREAMS];
+	struct nc_stats stats;
+	uint64_t one;
+	struct ctx x;
+
+	ctx_open(&x, "");
+	ASSERT_EQ(nc_client_connections(x.c, carried, NC_NCONNECT_MAX), 1);
+	nc_client_stats(x.c, &stats);
+	one = stats.connects; /* MOUNT's and the one NFS connection */
+	ctx_close(&x);
+
+	ctx_open(&x, "nconnect=4");
+	nc_client_stats(x.c, &stats);
+	/* All four at mount, as Linux connects them. */
+	ASSERT_UINT64_EQ(stats.connects, one + 3);
+	ASSERT_EQ(nc_client_connections(x.c, carried, NC_NCONNECT_MAX), 4);
+	for (unsigned i = 0; i < NC_STREAMS; i++) {
+		st[i] = (struct nc_stream){ &x, i, 0 };
+		ASSERT_EQ(pthread_create(&th[i], NULL, nc_stream_run, &st[i]),
+			  0);
+	}
+	for (unsigned i = 0; i < NC_STREAMS; i++) {
+		pthread_join(th[i], NULL);
+		if (st[i].rc)
+			TEST__FAIL("stream %u failed at line %d", i, st[i].rc);
+	}
+	ASSERT_EQ(nc_client_connections(x.c, carried, NC_NCONNECT_MAX), 4);
+	for (unsigned i = 0; i < 4; i++)
+		if (carried[i] == 0)
+			TEST__FAIL("connection %u carried no call", i);
+	/* The bytes on the export, each file its own pattern. */
+	for (unsigned i = 0; i < NC_STREAMS; i++) {
+		unsigned char *local = malloc(NC_STREAM_BYTES + 1);
+		char name[32];
+		ssize_t r;
+		int fd;
+
+		snprintf(name, sizeof(name), "stream-%u", i);
+		fd = open(lp(&x, name), O_RDONLY);
+		ASSERT_GE(fd, 0);
+		r = read(fd, local, NC_STREAM_BYTES + 1);
+		close(fd);
+		ASSERT_EQ(r, NC_STREAM_BYTES);
+		for (size_t k = 0; k < NC_STREAM_BYTES; k += 4093)
+			ASSERT_EQ(local[k],
+				  (unsigned char)(k * 7 + i * 13 + k / 4096));
+		free(local);
+	}
+	nc_client_stats(x.c, &stats);
+	ASSERT_UINT64_EQ(stats.connects, one + 3); /* none lost, none redone */
+	ctx_close(&x);
+	return 0;
+}
+
 /* NFS errors arrive as the errno a local filesystem would give. */
 TEST_IMPL(client_errors)
 {

@@ -573,7 +573,8 @@ TEST_IMPL(mount_bad_options)
 		{ "vers=3,udp", "option 'udp' is not supported: intrfs uses "
 				"TCP only" },
 		{ "mountvers=1", "MOUNT version 3 only" },
-		{ "nconnect=4", "one connection per mount" },
+		{ "nconnect=17", "option 'nconnect'" },
+		{ "nconnect=0", "option 'nconnect'" },
 		{ "acl", "no NFSACL" },
 		{ "fsc", "no FS-Cache" },
 		{ "clientaddr=1.2.3.4", "NFSv4's" },

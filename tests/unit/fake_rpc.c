@@ -57,7 +57,7 @@ struct fake_rpc {
 	pthread_t th;
 	pthread_mutex_t lock;
 	/* protected by lock */
-	long knobs[FAKE_DELAY_MS + 1];
+	long knobs[FAKE_SPLIT_MS + 1];
 	struct fake_seen seen[MAX_SEEN];
 	unsigned nseen, nconns;
 	uint64_t bytes;
@@ -247,18 +247,37 @@ static size_t build_reply(uint32_t xid, xdrproc_t proc, void *where,
 	return len;
 }
 
+/* Queues len bytes of rec (taken over) for c, ms milliseconds from now. */
+static void pend_add(struct fake_rpc *f, struct fconn *c, unsigned char *rec,
+		     size_t len, long ms)
+{
+	struct pending *p = &f->pend[f->npend++];
+
+	p->due = region_now_ns() + (uint64_t)ms * 1000000u;
+	p->conn = c->id;
+	p->rec = rec;
+	p->len = len;
+}
+
 static void answer(struct fake_rpc *f, struct fconn *c, unsigned char *rec,
 		   size_t len)
 {
-	long delay = knob(f, FAKE_DELAY_MS);
+	long delay = knob(f, FAKE_DELAY_MS), split = knob(f, FAKE_SPLIT_MS);
 
+	if (split > 0 && len > 8 && f->npend < MAX_PENDING) {
+		size_t half = len / 2;
+		unsigned char *rest = malloc(len - half);
+
+		if (!rest)
+			abort();
+		memcpy(rest, rec + half, len - half);
+		send_all(c->fd, rec, half);
+		free(rec);
+		pend_add(f, c, rest, len - half, split);
+		return;
+	}
 	if (delay > 0 && f->npend < MAX_PENDING) {
-		struct pending *p = &f->pend[f->npend++];
-
-		p->due = region_now_ns() + (uint64_t)delay * 1000000u;
-		p->conn = c->id;
-		p->rec = rec;
-		p->len = len;
+		pend_add(f, c, rec, len, delay);
 		return;
 	}
 	send_all(c->fd, rec, len);

@@ -26,6 +26,7 @@ enum fake_knob {
 	FAKE_STRAY_XID, /* answer a reply with another XID first */
 	FAKE_STALL, /* 1: stop reading the sockets; 0: read again */
 	FAKE_DELAY_MS, /* answer every call this late */
+	FAKE_SPLIT_MS, /* send each reply's first half now, the rest this late */
 };
 
 struct fake_seen {

@@ -126,9 +126,9 @@ TEST_IMPL(xprt_echo_sizes)
 	task_t *t = enter_task(REGION_POLICY_REGION);
 	struct nc__xprt *x = make_xprt(fake_rpc_port(f), &o, &st);
 
-	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+	for (size_t i = 0; i < ARRAY_SIZE(sizes); i++)
 		ASSERT_EQ(echo(x, sizes[i]), 0);
-	ASSERT_EQ(stat_of(&st.calls), sizeof(sizes) / sizeof(sizes[0]));
+	ASSERT_EQ(stat_of(&st.calls), ARRAY_SIZE(sizes));
 	ASSERT_EQ(stat_of(&st.retransmits), 0);
 	ASSERT_EQ(fake_rpc_conns(f), 1);
 	nc__xprt_destroy(x);
@@ -155,7 +155,7 @@ TEST_IMPL(xprt_reply_buffers_kept)
 	unsigned char *p;
 	size_t cap = 0;
 
-	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+	for (size_t i = 0; i < ARRAY_SIZE(sizes); i++)
 		ASSERT_EQ(echo(x, sizes[i]), 0);
 	ASSERT_GT(x->nrec_cache, 0);
 	ASSERT_LE(x->nrec_cache, NC__REC_KEEP);
@@ -169,7 +169,7 @@ TEST_IMPL(xprt_reply_buffers_kept)
 		nc__rec_put(x, malloc(NC__REC_MIN), NC__REC_MIN);
 	nc__rec_put(x, malloc(16), 16);
 	ASSERT_EQ(x->nrec_cache, NC__REC_KEEP);
-	ASSERT_EQ(stat_of(&st.calls), sizeof(sizes) / sizeof(sizes[0]));
+	ASSERT_EQ(stat_of(&st.calls), ARRAY_SIZE(sizes));
 	nc__xprt_destroy(x);
 	leave_task(t);
 	fake_rpc_stop(f);
@@ -193,7 +193,7 @@ TEST_IMPL(xprt_tail_sizes)
 	ASSERT_NOT_NULL(data);
 	for (size_t i = 0; i < NC_MAX_IO; i++)
 		data[i] = (char)(i * 13 + 1);
-	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(sizes); i++) {
 		struct fake_blob in = { NULL, 0 }, out = { NULL, 0 };
 		struct nc__rpc r = echo_rpc(&in, &out);
 
@@ -427,8 +427,14 @@ TEST_IMPL(xprt_major_timeout_hard)
 	ASSERT_EQ(echo(x, 10), 0);
 	dup2(saved, 2);
 	read_file(path, log, sizeof(log));
-	ASSERT_EQ(fake_rpc_seen(f, NULL, 0), 6);
-	ASSERT_EQ(stat_of(&st.major_timeouts), 2);
+	/*
+	 * The sixth is answered; on a loaded machine its reply may still be
+	 * on the way when the next send is due: one more, not two.
+	 */
+	ASSERT_GE(fake_rpc_seen(f, NULL, 0), 6);
+	ASSERT_LE(fake_rpc_seen(f, NULL, 0), 7);
+	ASSERT_GE(stat_of(&st.major_timeouts), 2);
+	ASSERT_LE(stat_of(&st.major_timeouts), 3);
 	ASSERT_CONTAINS(log, "server fake not responding, still trying");
 	ASSERT_CONTAINS(log, "server fake OK");
 	/* Once per episode, not once per major timeout. */
@@ -651,8 +657,7 @@ static void *reply_waiter(void *arg)
 
 TEST_IMPL(xprt_interrupt_reply_wait)
 {
-	for (size_t i = 0; i < sizeof(reply_cases) / sizeof(reply_cases[0]);
-	     i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(reply_cases); i++) {
 		const struct reply_case *rc = &reply_cases[i];
 		struct fake_rpc *f = fake_rpc_start(0);
 		struct nc_opts o = opts_of(NC_HARD, rc->mode, 600, 2);
@@ -679,6 +684,146 @@ TEST_IMPL(xprt_interrupt_reply_wait)
 		region_task_put(w.task);
 		fake_rpc_stop(f);
 	}
+	return 0;
+}
+
+/*
+ * A call alone in flight reads its own reply (no receiver hop); two tasks
+ * calling at once are served by the receiver, and every call is answered.
+ */
+struct lone_arg {
+	struct nc__xprt *x;
+	unsigned n;
+	int fails;
+};
+
+static void *lone_caller(void *arg)
+{
+	struct lone_arg *a = arg;
+	task_t *t = enter_task(REGION_POLICY_REGION);
+
+	/*
+	 * Sizes in whole XDR units: libtirpc decodes padding into a static
+	 * buffer, a race between two threads decoding at once (here the fake
+	 * server and a caller) that TSan would report.
+	 */
+	for (unsigned i = 0; i < a->n; i++)
+		if (echo(a->x, 4 * (25 + i % 750)) != 0)
+			a->fails++;
+	leave_task(t);
+	return NULL;
+}
+
+/*
+ * Waits (up to 2 s) until the receiver has parked with nothing in flight:
+ * it parks only when it loops back after handing over a reply, which a
+ * loaded machine may delay past the caller's next call.
+ */
+static bool receiver_parked(struct nc__xprt *x)
+{
+	for (unsigned i = 0; i < 2000; i++) {
+		bool parked;
+
+		region_task_mutex_lock_nofail(&x->lock);
+		parked = x->rx_parked && !x->reader_call && x->inflight == 0;
+		region_task_mutex_unlock(&x->lock);
+		if (parked)
+			return true;
+		test_sleep_ms(1);
+	}
+	return false;
+}
+
+TEST_IMPL(xprt_lone_reads)
+{
+	struct fake_rpc *f = fake_rpc_start(0);
+	struct nc_opts o = opts_of(NC_HARD, NC_INTR, 600, 2);
+	struct nc__xstats st = { 0 };
+	struct lone_arg a[2];
+	pthread_t th[2];
+	struct nc__xprt *x = make_xprt(fake_rpc_port(f), &o, &st);
+	uint64_t lone;
+
+	/*
+	 * One at a time, each made while the receiver is parked: the
+	 * receiver reads the first (the connection is new), each caller
+	 * its own after that.
+	 */
+	{
+		task_t *t = enter_task(REGION_POLICY_REGION);
+
+		for (unsigned i = 0; i < 50; i++) {
+			ASSERT(i == 0 || receiver_parked(x));
+			ASSERT_EQ(echo(x, 10 + i * 997), 0);
+		}
+		leave_task(t);
+	}
+	ASSERT_EQ(stat_of(&st.receives), 50);
+	ASSERT_GE(stat_of(&st.lone_reads), 49);
+	lone = stat_of(&st.lone_reads);
+
+	/* Two at once, the replies a millisecond late: both get theirs. */
+	fake_rpc_set(f, FAKE_DELAY_MS, 1);
+	for (unsigned i = 0; i < 2; i++) {
+		a[i] = (struct lone_arg){ x, 300, 0 };
+		ASSERT_EQ(pthread_create(&th[i], NULL, lone_caller, &a[i]), 0);
+	}
+	for (unsigned i = 0; i < 2; i++) {
+		pthread_join(th[i], NULL);
+		ASSERT_EQ(a[i].fails, 0);
+	}
+	ASSERT_EQ(stat_of(&st.receives), 650);
+	/* Some went through the receiver: not all were alone. */
+	ASSERT_LT(stat_of(&st.lone_reads) - lone, 600);
+	ASSERT_EQ(stat_of(&st.resets), 0);
+	ASSERT_EQ(fake_rpc_conns(f), 1);
+	nc__xprt_destroy(x);
+	fake_rpc_stop(f);
+	return 0;
+}
+
+/*
+ * A lone call interrupted with half its reply read: the half stays with
+ * the stream, the next reader finishes the record (dropped: its call is
+ * gone) and the stream stays good, no reset.
+ */
+TEST_IMPL(xprt_lone_read_cut)
+{
+	struct fake_rpc *f = fake_rpc_start(0);
+	struct nc_opts o = opts_of(NC_HARD, NC_INTR, 600, 2);
+	struct nc__xstats st = { 0 };
+	struct task_attr attr = { "waiter", REGION_POLICY_REGION, NULL };
+	struct waiter_arg w = { NULL, NULL, 1 };
+	uint64_t before;
+	pthread_t th;
+	task_t *t;
+
+	w.x = make_xprt(fake_rpc_port(f), &o, &st);
+	t = enter_task(REGION_POLICY_REGION);
+	ASSERT_EQ(echo(w.x, 10), 0); /* connected; the receiver parks */
+	ASSERT_EQ(echo(w.x, 10), 0);
+	ASSERT(receiver_parked(w.x));
+	before = stat_of(&st.lone_reads);
+	fake_rpc_set(f, FAKE_SPLIT_MS, 400);
+	w.task = region_task_create(&attr);
+	ASSERT_EQ(pthread_create(&th, NULL, reply_waiter, &w), 0);
+	ASSERT(fake_rpc_wait_seen(f, 3));
+	test_sleep_ms(150); /* the first half is read by now */
+	region_task_interrupt(w.task, TASK_INTR_NORMAL);
+	pthread_join(th, NULL);
+	ASSERT_EQ(w.rc, -EINTR);
+	ASSERT_EQ(stat_of(&st.lone_reads), before + 1);
+	fake_rpc_set(f, FAKE_SPLIT_MS, 0);
+	test_sleep_ms(400); /* the second half is on its way */
+	ASSERT_EQ(echo(w.x, 10), 0);
+	ASSERT_EQ(stat_of(&st.unknown_xids), 1);
+	ASSERT_EQ(stat_of(&st.bad_replies), 0);
+	ASSERT_EQ(stat_of(&st.resets), 0);
+	ASSERT_EQ(fake_rpc_conns(f), 1);
+	leave_task(t);
+	nc__xprt_destroy(w.x);
+	region_task_put(w.task);
+	fake_rpc_stop(f);
 	return 0;
 }
 
@@ -878,8 +1023,7 @@ static void wait_blocked_in_send(struct fake_rpc *f, task_t *t, unsigned depth)
 
 TEST_IMPL(xprt_interrupt_mid_record)
 {
-	for (size_t i = 0; i < sizeof(send_cases) / sizeof(send_cases[0]);
-	     i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(send_cases); i++) {
 		const struct send_case *sc = &send_cases[i];
 		struct fake_rpc *f = fake_rpc_start(0);
 		struct nc_opts o = opts_of(NC_HARD, NC_KILLABLE, 600, 2);
