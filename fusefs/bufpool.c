@@ -41,6 +41,7 @@ static bool trimmer_stop; /* protected by pool_lock */
 static pthread_t trimmer;
 static bool trimmer_running;
 static _Atomic size_t busy_bytes;
+static _Atomic uint64_t busy_peak;
 
 void *buf_alloc(size_t len)
 {
@@ -70,8 +71,11 @@ void *buf_alloc(size_t len)
 			h->slab = true;
 		}
 	}
-	/* Relaxed: a gauge for write-behind to read, nothing orders on it. */
-	atomic_fetch_add_explicit(&busy_bytes, h->size, memory_order_relaxed);
+	/* Relaxed: gauges for write-behind and stats, nothing orders on them. */
+	atomic_max_u64(&busy_peak,
+		       atomic_fetch_add_explicit(&busy_bytes, h->size,
+						 memory_order_relaxed) +
+			       h->size);
 	return h + 1;
 }
 
@@ -97,6 +101,11 @@ void buf_free(void *p)
 size_t buf_busy_bytes(void)
 {
 	return atomic_load_explicit(&busy_bytes, memory_order_relaxed);
+}
+
+size_t buf_busy_peak(void)
+{
+	return (size_t)atomic_load_explicit(&busy_peak, memory_order_relaxed);
 }
 
 /* Unmaps the slabs idle too long, keeping the IDLE_KEEP newest. */

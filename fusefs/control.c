@@ -14,6 +14,7 @@
  *           made of it), its pending interrupt and how long it has been
  *           deferred, and its region stack (kind, reason, call site, age;
  *           a caller's region (callers.c) with the caller's thread)
+ *   mountstats  the mount as a /proc/self/mountstats entry (mountstats.c)
  *   stats   the transport's counters, the daemon's, and the region API's
  *           (interrupts raised, delivered, deferred, dropped, overall and
  *           by policy; deferral times), and per NFS procedure the
@@ -362,12 +363,15 @@ static const char *const decade[] = { "<1ms", "<10ms", "<100ms",
 
 static void stats_out(struct intrfs *fs, FILE *f, bool table)
 {
+	uint64_t carried[NC_NCONNECT_MAX];
 	struct nc_stats st;
 	struct region_stats rs;
 	uint64_t mean;
 	const char *sep = "";
+	unsigned nconn;
 
 	nc_client_stats(fs->nc, &st);
+	nconn = nc_client_connections(fs->nc, carried, NC_NCONNECT_MAX);
 	region_stats_get(&rs);
 	mean = rs.deferred_delivered ?
 		       rs.deferral_ns_total / rs.deferred_delivered :
@@ -382,6 +386,11 @@ static void stats_out(struct intrfs *fs, FILE *f, bool table)
 		fprintf(f,
 			"  %-18s %12.1f  ms since the last record or reply\n",
 			"idle", st.idle_ns / 1e6);
+		fprintf(f, "  %-18s %12u  calls each carried:", "connections",
+			nconn);
+		for (unsigned i = 0; i < nconn && i < NC_NCONNECT_MAX; i++)
+			fprintf(f, " %" PRIu64, carried[i]);
+		fprintf(f, "\n");
 		fprintf(f, "daemon:\n");
 #define T_FS(name, what)                                                     \
 	fprintf(f, "  %-18s %12" PRIu64 "  %s\n", #name,                     \
@@ -389,6 +398,11 @@ static void stats_out(struct intrfs *fs, FILE *f, bool table)
 		what);
 		FS_STATS_FIELDS(T_FS)
 #undef T_FS
+		fprintf(f,
+			"  %-18s %12zu  bytes of I/O buffers in use\n"
+			"  %-18s %12zu  the most in use at once\n",
+			"io_buffers", buf_busy_bytes(), "io_buffers_peak",
+			buf_busy_peak());
 		fprintf(f,
 			"interrupts (every task of the daemon):\n"
 			"  %-18s %12" PRIu64 "\n  %-18s %12" PRIu64
@@ -427,7 +441,10 @@ static void stats_out(struct intrfs *fs, FILE *f, bool table)
 	fprintf(f, "%s\"%s\":%" PRIu64, sep, #name, st.name), sep = ",";
 	NC_STATS_FIELDS(J_NC)
 #undef J_NC
-	fprintf(f, ",\"idle_ns\":%" PRIu64, st.idle_ns);
+	fprintf(f, ",\"idle_ns\":%" PRIu64 ",\"connections\":[", st.idle_ns);
+	for (unsigned i = 0; i < nconn && i < NC_NCONNECT_MAX; i++)
+		fprintf(f, "%s%" PRIu64, i ? "," : "", carried[i]);
+	fprintf(f, "]");
 	fprintf(f, "},\"daemon\":{");
 	sep = "";
 #define J_FS(name, what)                                                      \
@@ -436,6 +453,8 @@ static void stats_out(struct intrfs *fs, FILE *f, bool table)
 		sep = ",";
 	FS_STATS_FIELDS(J_FS)
 #undef J_FS
+	fprintf(f, ",\"io_buffers\":%zu,\"io_buffers_peak\":%zu",
+		buf_busy_bytes(), buf_busy_peak());
 	fprintf(f,
 		"},\"interrupts\":{\"raised\":%" PRIu64
 		",\"delivered\":%" PRIu64 ",\"deferred\":%" PRIu64
@@ -648,6 +667,7 @@ static int run_line(struct intrfs *fs, char *line, int fd, FILE *f)
 	} cmds[] = {
 		{ "tasks", 0, "tasks" },
 		{ "stats", 0, "stats" },
+		{ "mountstats", 0, "mountstats" },
 		{ "policy", 1, "policy P" },
 		{ "mode", 1, "mode M" },
 		{ "watchdog", 1, "watchdog N" },
@@ -669,14 +689,12 @@ static int run_line(struct intrfs *fs, char *line, int fd, FILE *f)
 		fprintf(f, "an empty request\n");
 		return -EINVAL;
 	}
-	for (i = 0;
-	     i < sizeof(cmds) / sizeof(cmds[0]) && strcmp(cmd, cmds[i].cmd);
-	     i++)
+	for (i = 0; i < ARRAY_SIZE(cmds) && strcmp(cmd, cmds[i].cmd); i++)
 		;
-	if (i == sizeof(cmds) / sizeof(cmds[0])) {
+	if (i == ARRAY_SIZE(cmds)) {
 		fprintf(f,
-			"unknown command '%s' (tasks, stats, policy P, mode M, "
-			"watchdog N, trace on FILE|off)\n",
+			"unknown command '%s' (tasks, stats, mountstats, "
+			"policy P, mode M, watchdog N, trace on FILE|off)\n",
 			cmd);
 		return -EINVAL;
 	}
@@ -697,6 +715,10 @@ static int run_line(struct intrfs *fs, char *line, int fd, FILE *f)
 	}
 	if (strcmp(cmd, "stats") == 0) {
 		stats_out(fs, f, table);
+		return 0;
+	}
+	if (strcmp(cmd, "mountstats") == 0) {
+		mountstats_out(fs, f);
 		return 0;
 	}
 	if (strcmp(cmd, "policy") == 0)

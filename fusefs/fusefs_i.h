@@ -1,7 +1,7 @@
 /*
  * Private to the intrfs daemon: the filesystem object, the node table, the
  * jobs that carry FUSE requests to worker threads, the options, and the
- * interfaces between the daemon's rooms.
+ * interfaces between the daemon's files.
  *
  * A FUSE request becomes a job: the libfuse handler (ops.c, on a session
  * thread) copies what the request says into the job, makes its task and
@@ -36,6 +36,7 @@
 #include <fuse_lowlevel.h>
 
 #include "intrfs/netclient.h"
+#include "intrfs/util.h"
 #include "intrfs/region.h"
 
 #include <fcntl.h>
@@ -148,6 +149,14 @@ struct node {
 	bool kattr_set;
 	uint64_t ksize;
 	struct timespec kmtime, kctime;
+	/*
+	 * Protected by fs->nodes_lock: a directory's size and times when the
+	 * kernel's copy of its listing (FOPEN_CACHE_DIR) was last started;
+	 * rdc_set false: none to keep.
+	 */
+	bool rdc_set;
+	uint64_t rdc_size;
+	struct timespec rdc_mtime, rdc_ctime;
 	/*
 	 * Protected by fs->nodes_lock: a directory's name in its parent, as
 	 * last handed to the kernel; invalidating that entry drops every
@@ -323,6 +332,78 @@ struct silly_state {
 	X(fatal_interrupts, "interrupts found fatal (SIGKILL, exit)") \
 	X(eintr_replies, "requests answered EINTR")
 
+/*
+ * mountstats.c: Linux's NFS event counters (fs/nfs/iostat.h), in its
+ * order, counted where intrfs has their counterpart:
+ *   INODEREVALIDATE  getattr requests
+ *   DATAINVALIDATE   a file's cached pages dropped (after a lock, or
+ *                    attributes another client changed)
+ *   VFSOPEN, VFSLOOKUP, VFSACCESS, VFSSETATTR, VFSFLUSH, VFSFSYNC,
+ *   VFSLOCK, VFSRELEASE  those requests (open: files, directories and
+ *                    create; lock: getlk, setlk, flock)
+ *   VFSUPDATEPAGE    write requests;  VFSREADPAGES  read requests
+ *   VFSGETDENTS      readdir and readdirplus requests
+ *   CONGESTIONWAIT   writes that waited for room (write-behind's bounds)
+ *   SETATTRTRUNC     setattr requests that change the size
+ *   SILLYRENAME      open files renamed .nfsXXX at unlink
+ *   SHORTREAD        READ replies short of the request, not at the end
+ * The rest stay 0.
+ */
+#define NFS_EVENTS(X)       \
+	X(INODEREVALIDATE)  \
+	X(DENTRYREVALIDATE) \
+	X(DATAINVALIDATE)   \
+	X(ATTRINVALIDATE)   \
+	X(VFSOPEN)          \
+	X(VFSLOOKUP)        \
+	X(VFSACCESS)        \
+	X(VFSUPDATEPAGE)    \
+	X(VFSREADPAGE)      \
+	X(VFSREADPAGES)     \
+	X(VFSWRITEPAGE)     \
+	X(VFSWRITEPAGES)    \
+	X(VFSGETDENTS)      \
+	X(VFSSETATTR)       \
+	X(VFSFLUSH)         \
+	X(VFSFSYNC)         \
+	X(VFSLOCK)          \
+	X(VFSRELEASE)       \
+	X(CONGESTIONWAIT)   \
+	X(SETATTRTRUNC)     \
+	X(EXTENDWRITE)      \
+	X(SILLYRENAME)      \
+	X(SHORTREAD)        \
+	X(SHORTWRITE)       \
+	X(DELAY)            \
+	X(PNFS_READ)        \
+	X(PNFS_WRITE)
+
+/*
+ * And its byte counters: what readers and writers moved (direct: files
+ * opened O_DIRECT), what READ and WRITE moved, and those in pages.
+ */
+#define NFS_BYTES(X)          \
+	X(NORMALREADBYTES)    \
+	X(NORMALWRITTENBYTES) \
+	X(DIRECTREADBYTES)    \
+	X(DIRECTWRITTENBYTES) \
+	X(SERVERREADBYTES)    \
+	X(SERVERWRITTENBYTES) \
+	X(READPAGES)          \
+	X(WRITEPAGES)
+
+#define NFS__ENUM_EV(name) NFSEV_##name,
+enum nfs_event { NFS_EVENTS(NFS__ENUM_EV) NFSEV_N };
+#undef NFS__ENUM_EV
+#define NFS__ENUM_B(name) NFSB_##name,
+enum nfs_bytes { NFS_BYTES(NFS__ENUM_B) NFSB_N };
+#undef NFS__ENUM_B
+
+struct nfs_iostats {
+	_Atomic uint64_t events[NFSEV_N];
+	_Atomic uint64_t bytes[NFSB_N];
+};
+
 struct fs_stats {
 #define FS__STATS_FIELD(name, what) _Atomic uint64_t name;
 	FS_STATS_FIELDS(FS__STATS_FIELD)
@@ -334,6 +415,14 @@ static inline void fs_count(_Atomic uint64_t *counter)
 	/* relaxed: a statistic for the USR1 dump; nothing orders on it. */
 	atomic_fetch_add_explicit(counter, 1, memory_order_relaxed);
 }
+
+/* relaxed, both: statistics, nothing orders on them. */
+#define nfs_event(fs, name)                                               \
+	atomic_fetch_add_explicit(&(fs)->iostats.events[NFSEV_##name], 1, \
+				  memory_order_relaxed)
+#define nfs_bytes(fs, name, n)                                            \
+	atomic_fetch_add_explicit(&(fs)->iostats.bytes[NFSB_##name], (n), \
+				  memory_order_relaxed)
 
 struct intrfs {
 	/* Set before the session starts, read-only after: no lock. */
@@ -364,6 +453,8 @@ struct intrfs {
 	struct lock_state locks;
 	struct callers_state callers;
 	struct fs_stats stats;
+	struct nfs_iostats iostats; /* mountstats.c */
+	uint64_t mounted_ns; /* region_now_ns() at mount: mountstats' age */
 	struct ctl_state ctl;
 	/*
 	 * The policy new requests get: policy= at mount, changed live by
@@ -458,6 +549,7 @@ struct job {
 	off_t off;
 	size_t size;
 	char *buf; /* write data (copied), read/readlink/readdir output */
+	struct nc_rbuf rbuf; /* a read's data where its reply landed */
 	struct stat attr;
 	struct flock lock; /* getlk, setlk: the lock, and getlk's answer */
 
@@ -552,6 +644,15 @@ void node_kattr_unknown(struct intrfs *fs, struct node *n);
  */
 bool node_kattr_stale(struct intrfs *fs, struct node *n,
 		      const struct nc_attr *a);
+/*
+ * An opendir of directory n whose attributes the server gave as a: true
+ * when the kernel's copy of its listing may be kept (they are what they
+ * were when the copy was started); else the copy starts again now.
+ */
+bool node_listing_keep(struct intrfs *fs, struct node *n,
+		       const struct nc_attr *a);
+/* The same under nocto, from the attributes the kernel was last given. */
+bool node_listing_keep_seen(struct intrfs *fs, struct node *n);
 /*
  * The FUSE entry for name in parent, which the server gave e for: finds or
  * makes its node and counts one lookup.  How long the kernel may keep it
@@ -793,12 +894,17 @@ int callers_ioctl(struct intrfs *fs, pid_t tid, struct region_caller_ioc *ioc);
 /* Whether site is a caller's region (its reason, tid and origin shown). */
 bool caller_site(const struct region_site *site);
 
+/* mountstats.c: the mount as a /proc/self/mountstats entry, to f */
+void mountstats_out(struct intrfs *fs, FILE *f);
+
 /* bufpool.c: I/O buffers, reused */
 /* len bytes (a write's extent, a read's data); free with buf_free(). */
 void *buf_alloc(size_t len);
 void buf_free(void *p);
 /* Bytes of buffers in use now, headers included. */
 size_t buf_busy_bytes(void);
+/* The most buf_busy_bytes() has been. */
+size_t buf_busy_peak(void);
 /* The trimmer thread, which unmaps what stays idle. */
 int bufpool_start(void);
 void bufpool_stop(void);

@@ -336,6 +336,7 @@ static int nfs_mount(struct intrfs *fs, const char *server, const char *path)
 	nc_cred_self(&cred);
 	rc = nc_client_mount(fs->nc, path, &cred, &fs->root.fh, err,
 			     sizeof(err));
+	fs->mounted_ns = region_now_ns();
 	if (rc == 0) {
 		/* Who may search the root decides how long entries stay. */
 		struct nc_attr a;

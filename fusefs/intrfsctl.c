@@ -30,7 +30,8 @@ static void usage(FILE *f)
 		"Usage: " PROG " MOUNTPOINT COMMAND [--table]\n"
 		"\n"
 		"Asks the intrfs daemon serving MOUNTPOINT what it is doing.\n"
-		"Answers are JSON, one object; --table prints them for people.\n"
+		"Answers are JSON, one object (mountstats: text); --table prints them\n"
+		"for people.\n"
 		"\n"
 		"Commands:\n"
 		"  tasks        every request in flight: its op, the caller's pid "
@@ -54,6 +55,12 @@ static void usage(FILE *f)
 		"               API's (interrupts raised, delivered, deferred; "
 		"deferral\n"
 		"               times)\n"
+		"  mountstats   the mount as an entry of /proc/self/mountstats, "
+		"for\n"
+		"               nfs-utils' mountstats(8): intrfsctl MNT "
+		"mountstats >F;\n"
+		"               mountstats iostat -f F (-S an earlier F: what "
+		"changed)\n"
 		"  policy P     requests from now on run under policy P (percall,\n"
 		"               region, sigmask, or linux: percall with Linux's "
 		"own\n"
@@ -89,6 +96,7 @@ static const struct command {
 } cmds[] = {
 	{ "tasks", 0, "no argument" },
 	{ "stats", 0, "no argument" },
+	{ "mountstats", 0, "no argument" },
 	{ "policy", 1, "one policy: percall, region, sigmask or linux" },
 	{ "mode", 1, "one mode: killable, intr or nointr" },
 	{ "watchdog", 1, "one number of seconds (0: off)" },
@@ -330,9 +338,9 @@ int main(int argc, char **argv)
 		;
 	if (!c->cmd) {
 		fprintf(stderr,
-			PROG ": unknown command '%s' (tasks, stats, policy P, "
-			     "mode M, watchdog N, trace on FILE|off; see "
-			     "--help)\n",
+			PROG ": unknown command '%s' (tasks, stats, "
+			     "mountstats, policy P, mode M, watchdog N, trace "
+			     "on FILE|off; see --help)\n",
 			cmd);
 		return 2;
 	}

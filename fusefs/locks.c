@@ -286,6 +286,7 @@ static int granted(struct job *j, struct node *n, struct lk_owner *o,
 	 * what another client wrote under it must be read.
 	 */
 	if (S_ISREG(n->type)) {
+		nfs_event(j->fs, DATAINVALIDATE);
 		rc = fuse_lowlevel_notify_inval_inode(j->fs->se, n->ino, 0, 0);
 		if (rc && rc != -ENOENT)
 			fprintf(stderr,

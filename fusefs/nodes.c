@@ -320,6 +320,52 @@ void node_kattr_unknown(struct intrfs *fs, struct node *n)
 	pthread_mutex_unlock(&fs->nodes_lock);
 }
 
+/*
+ * Whether the kernel's copy of directory n's listing may be kept: known is
+ * true and size and times are those of the copy's start; if not, the copy
+ * starts again with them (none when !known).  nodes_lock held.
+ */
+static bool listing_keep(struct node *n, bool known, uint64_t size,
+			 const struct timespec *mtime,
+			 const struct timespec *ctime)
+{
+	bool keep = known && n->rdc_set && n->rdc_size == size &&
+		    same_time(&n->rdc_mtime, mtime) &&
+		    same_time(&n->rdc_ctime, ctime);
+
+	if (!keep) {
+		n->rdc_set = known;
+		n->rdc_size = size;
+		n->rdc_mtime = *mtime;
+		n->rdc_ctime = *ctime;
+	}
+	return keep;
+}
+
+bool node_listing_keep(struct intrfs *fs, struct node *n,
+		       const struct nc_attr *a)
+{
+	bool keep;
+
+	if (node_saw_attr(fs, n, a))
+		entries_revoke(fs, n);
+	pthread_mutex_lock(&fs->nodes_lock);
+	/* As close-to-open for a file's pages: size and times unmoved. */
+	keep = listing_keep(n, true, a->size, &a->mtime, &a->ctime);
+	pthread_mutex_unlock(&fs->nodes_lock);
+	return keep;
+}
+
+bool node_listing_keep_seen(struct intrfs *fs, struct node *n)
+{
+	bool keep;
+
+	pthread_mutex_lock(&fs->nodes_lock);
+	keep = listing_keep(n, n->kattr_set, n->ksize, &n->kmtime, &n->kctime);
+	pthread_mutex_unlock(&fs->nodes_lock);
+	return keep;
+}
+
 bool node_kattr_stale(struct intrfs *fs, struct node *n,
 		      const struct nc_attr *a)
 {

@@ -14,7 +14,7 @@
  * inside the request's, inside which the transport's record-send region
  * nests in turn.
  *
- * What the Linux NFS client does beyond the protocol lives in rooms of its
+ * What the Linux NFS client does beyond the protocol lives in files of its
  * own, which the operations call: write-behind (writeback.c), the
  * directory cache (dircache.c), the access cache and entry timeouts
  * (access.c), silly rename of files unlinked while open (silly.c), and the
@@ -120,12 +120,19 @@ static void submit(struct job *j, bool ok)
 		job_submit(j);
 }
 
-#define NEW_JOB(req, opname, runfn, replyfn)                                   \
-	struct job *j = job_new(FS(req), (req), (opname), (runfn), (replyfn)); \
-	if (!j) {                                                              \
-		fs_reply_err((req), -ENOMEM);                                  \
-		return;                                                        \
-	}
+/*
+ * A job for req (job_new()), or NULL when there is no memory for one; req
+ * is answered ENOMEM then, and its handler returns.
+ */
+static struct job *new_job(fuse_req_t req, const char *op, job_run_fn run,
+			   job_reply_fn reply)
+{
+	struct job *j = job_new(FS(req), req, op, run, reply);
+
+	if (!j)
+		fs_reply_err(req, -ENOMEM);
+	return j;
+}
 
 static void copy_fi(struct job *j, const struct fuse_file_info *fi)
 {
@@ -266,7 +273,11 @@ static int run_lookup(struct job *j)
 
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	NEW_JOB(req, "lookup", run_lookup, reply_entry);
+	struct job *j = new_job(req, "lookup", run_lookup, reply_entry);
+
+	if (!j)
+		return;
+	nfs_event(FS(req), VFSLOOKUP);
 	j->ino = parent;
 	j->name = strdup(name);
 	submit(j, j->name != NULL);
@@ -304,7 +315,11 @@ static int run_getattr(struct job *j)
 static void op_getattr(fuse_req_t req, fuse_ino_t ino,
 		       struct fuse_file_info *fi)
 {
-	NEW_JOB(req, "getattr", run_getattr, reply_attr);
+	struct job *j = new_job(req, "getattr", run_getattr, reply_attr);
+
+	if (!j)
+		return;
+	nfs_event(FS(req), INODEREVALIDATE);
 	(void)fi;
 	j->ino = ino;
 	submit(j, true);
@@ -395,7 +410,13 @@ static int run_setattr(struct job *j)
 static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		       int to_set, struct fuse_file_info *fi)
 {
-	NEW_JOB(req, "setattr", run_setattr, reply_attr);
+	struct job *j = new_job(req, "setattr", run_setattr, reply_attr);
+
+	if (!j)
+		return;
+	nfs_event(FS(req), VFSSETATTR);
+	if (to_set & FUSE_SET_ATTR_SIZE)
+		nfs_event(FS(req), SETATTRTRUNC);
 	copy_fi(j, fi);
 	j->ino = ino;
 	j->attr = *attr;
@@ -421,7 +442,10 @@ static void reply_readlink(struct job *j)
 
 static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 {
-	NEW_JOB(req, "readlink", run_readlink, reply_readlink);
+	struct job *j = new_job(req, "readlink", run_readlink, reply_readlink);
+
+	if (!j)
+		return;
 	j->ino = ino;
 	submit(j, true);
 }
@@ -456,7 +480,10 @@ static int run_mknod(struct job *j)
 static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 		     mode_t mode, dev_t rdev)
 {
-	NEW_JOB(req, "mknod", run_mknod, reply_entry);
+	struct job *j = new_job(req, "mknod", run_mknod, reply_entry);
+
+	if (!j)
+		return;
 	j->ino = parent;
 	j->name_dir = parent;
 	j->mode = mode;
@@ -478,7 +505,10 @@ static int run_mkdir(struct job *j)
 static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 		     mode_t mode)
 {
-	NEW_JOB(req, "mkdir", run_mkdir, reply_entry);
+	struct job *j = new_job(req, "mkdir", run_mkdir, reply_entry);
+
+	if (!j)
+		return;
 	j->ino = parent;
 	j->name_dir = parent;
 	j->mode = mode;
@@ -499,7 +529,10 @@ static int run_symlink(struct job *j)
 static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
 		       const char *name)
 {
-	NEW_JOB(req, "symlink", run_symlink, reply_entry);
+	struct job *j = new_job(req, "symlink", run_symlink, reply_entry);
+
+	if (!j)
+		return;
 	j->ino = parent;
 	j->name_dir = parent;
 	j->name = strdup(name);
@@ -580,7 +613,11 @@ static void reply_create(struct job *j)
 static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		      mode_t mode, struct fuse_file_info *fi)
 {
-	NEW_JOB(req, "create", run_create, reply_create);
+	struct job *j = new_job(req, "create", run_create, reply_create);
+
+	if (!j)
+		return;
+	nfs_event(FS(req), VFSOPEN);
 	j->ino = parent;
 	j->name_dir = parent;
 	j->mode = mode;
@@ -598,7 +635,10 @@ static int run_unlink(struct job *j)
 
 static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	NEW_JOB(req, "unlink", run_unlink, reply_ok);
+	struct job *j = new_job(req, "unlink", run_unlink, reply_ok);
+
+	if (!j)
+		return;
 	j->ino = parent;
 	j->name_dir = parent;
 	j->name = strdup(name);
@@ -612,7 +652,10 @@ static int run_rmdir(struct job *j)
 
 static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	NEW_JOB(req, "rmdir", run_rmdir, reply_ok);
+	struct job *j = new_job(req, "rmdir", run_rmdir, reply_ok);
+
+	if (!j)
+		return;
 	j->ino = parent;
 	j->name_dir = parent;
 	j->name = strdup(name);
@@ -647,7 +690,10 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		      fuse_ino_t newparent, const char *newname,
 		      unsigned int flags)
 {
-	NEW_JOB(req, "rename", run_rename, reply_ok);
+	struct job *j = new_job(req, "rename", run_rename, reply_ok);
+
+	if (!j)
+		return;
 	j->ino = parent;
 	j->ino2 = newparent;
 	j->name_dir = parent;
@@ -676,7 +722,10 @@ static int run_link(struct job *j)
 static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 		    const char *newname)
 {
-	NEW_JOB(req, "link", run_link, reply_entry);
+	struct job *j = new_job(req, "link", run_link, reply_entry);
+
+	if (!j)
+		return;
 	j->ino = ino;
 	j->ino2 = newparent;
 	j->name_dir = newparent;
@@ -706,6 +755,7 @@ static int open_revalidate(struct job *j, struct node *n)
 	if (rc)
 		return rc;
 	if (node_kattr_stale(j->fs, n, &a)) {
+		nfs_event(j->fs, ATTRINVALIDATE);
 		rc = fuse_lowlevel_notify_inval_inode(j->fs->se, j->ino, -1, 0);
 		if (rc && rc != -ENOENT)
 			fprintf(stderr,
@@ -766,10 +816,30 @@ static int run_open(struct job *j)
 
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	NEW_JOB(req, "open", run_open, reply_open);
+	struct job *j = new_job(req, "open", run_open, reply_open);
+
+	if (!j)
+		return;
+	nfs_event(FS(req), VFSOPEN);
 	j->ino = ino;
 	copy_fi(j, fi);
 	submit(j, true);
+}
+
+/*
+ * A read of one READ's size is answered from the reply itself (no copy
+ * into a buffer of ours); a longer one, or a short reply that is not the
+ * end of the file, is read into a buffer, as many READs as it takes.
+ */
+/* A read's bytes, for mountstats: the caller's and READ's, and pages. */
+static void read_counted(struct job *j)
+{
+	if (j->fi.flags & O_DIRECT)
+		nfs_bytes(j->fs, DIRECTREADBYTES, j->out_len);
+	else
+		nfs_bytes(j->fs, NORMALREADBYTES, j->out_len);
+	nfs_bytes(j->fs, SERVERREADBYTES, j->out_len);
+	nfs_bytes(j->fs, READPAGES, (j->out_len + 4095) / 4096);
 }
 
 static int run_read(struct job *j)
@@ -777,22 +847,51 @@ static int run_read(struct job *j)
 	bool eof;
 	int rc;
 
-	j->buf = buf_alloc(j->size ? j->size : 1);
-	if (!j->buf)
-		return -ENOMEM;
 	/* What was written there has been answered: it must be read back. */
 	rc = wb_wait_sent(node_of(j->fs, j->ino), (uint64_t)j->off,
 			  j->size ? j->size : 1);
 	if (rc)
 		return rc;
-	return nc_pread(j->fs->nc, &j->cred, fh_of(j, j->ino), (uint64_t)j->off,
-			j->size, j->buf, &j->out_len, &eof);
+	if (j->size > 0 && j->size <= nc_client_rsize(j->fs->nc)) {
+		rc = nc_read_inplace(j->fs->nc, &j->cred, fh_of(j, j->ino),
+				     (uint64_t)j->off, (uint32_t)j->size,
+				     &j->rbuf, &eof);
+		if (rc)
+			return rc;
+		if (j->rbuf.len == j->size || eof) {
+			j->out_len = j->rbuf.len;
+			read_counted(j);
+			return 0;
+		}
+		nfs_event(j->fs, SHORTREAD);
+		nc_rbuf_release(&j->rbuf);
+	}
+	j->buf = buf_alloc(j->size ? j->size : 1);
+	if (!j->buf)
+		return -ENOMEM;
+	rc = nc_pread(j->fs->nc, &j->cred, fh_of(j, j->ino), (uint64_t)j->off,
+		      j->size, j->buf, &j->out_len, &eof);
+	if (rc == 0)
+		read_counted(j);
+	return rc;
+}
+
+static void reply_read(struct job *j)
+{
+	if (j->rbuf.data)
+		fuse_reply_buf(j->req, j->rbuf.data, j->out_len);
+	else
+		fuse_reply_buf(j->req, j->buf, j->out_len);
 }
 
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
-	NEW_JOB(req, "read", run_read, reply_buf);
+	struct job *j = new_job(req, "read", run_read, reply_read);
+
+	if (!j)
+		return;
+	nfs_event(FS(req), VFSREADPAGES);
 	j->ino = ino;
 	j->size = size;
 	j->off = off;
@@ -815,7 +914,15 @@ static void reply_write(struct job *j)
 static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		     size_t size, off_t off, struct fuse_file_info *fi)
 {
-	NEW_JOB(req, "write", run_write, reply_write);
+	struct job *j = new_job(req, "write", run_write, reply_write);
+
+	if (!j)
+		return;
+	nfs_event(FS(req), VFSUPDATEPAGE);
+	if (fi->flags & O_DIRECT)
+		nfs_bytes(FS(req), DIRECTWRITTENBYTES, size);
+	else
+		nfs_bytes(FS(req), NORMALWRITTENBYTES, size);
 	j->ino = ino;
 	j->size = size;
 	j->out_len = size;
@@ -868,12 +975,16 @@ static int run_flush(struct job *j)
 
 static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	nfs_event(FS(req), VFSFLUSH);
 	if (nothing_to_sync(req, ino) &&
 	    !locks_held(FS(req), node_of(FS(req), ino), fi->lock_owner)) {
 		fs_reply_err(req, 0);
 		return;
 	}
-	NEW_JOB(req, "flush", run_flush, reply_ok);
+	struct job *j = new_job(req, "flush", run_flush, reply_ok);
+
+	if (!j)
+		return;
 	j->forced = true;
 	j->ino = ino;
 	copy_fi(j, fi);
@@ -883,7 +994,11 @@ static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 		     struct fuse_file_info *fi)
 {
-	NEW_JOB(req, "fsync", run_sync, reply_ok);
+	struct job *j = new_job(req, "fsync", run_sync, reply_ok);
+
+	if (!j)
+		return;
+	nfs_event(FS(req), VFSFSYNC);
 	(void)datasync;
 	j->ino = ino;
 	copy_fi(j, fi);
@@ -919,6 +1034,8 @@ static void op_release(fuse_req_t req, fuse_ino_t ino,
 {
 	struct intrfs *fs = FS(req);
 	struct node *n = node_of(fs, ino);
+
+	nfs_event(fs, VFSRELEASE);
 	/* Pinned until the release is done: a FORGET may come meanwhile. */
 	char *silly = node_close(fs, n);
 	bool last = node_last_close(fs, n);
@@ -974,7 +1091,10 @@ static void readdir_submit(fuse_req_t req, const char *op, job_run_fn run,
 			   fuse_ino_t ino, size_t size, off_t off,
 			   struct fuse_file_info *fi)
 {
-	NEW_JOB(req, op, run, reply_buf);
+	struct job *j = new_job(req, op, run, reply_buf);
+
+	if (!j)
+		return;
 	j->ino = ino;
 	j->size = size;
 	j->off = off;
@@ -987,23 +1107,47 @@ static void readdir_submit(fuse_req_t req, const char *op, job_run_fn run,
 static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		       struct fuse_file_info *fi)
 {
+	nfs_event(FS(req), VFSGETDENTS);
 	readdir_submit(req, "readdir", run_readdir, ino, size, off, fi);
 }
 
 static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size,
 			   off_t off, struct fuse_file_info *fi)
 {
+	nfs_event(FS(req), VFSGETDENTS);
 	readdir_submit(req, "readdirplus", run_readdirplus, ino, size, off, fi);
 }
 
-/* Reading a directory needs read permission on it, as on Linux. */
+/*
+ * Reading a directory needs read permission on it, as on Linux.  The
+ * kernel keeps what it was given of the listing (FOPEN_CACHE_DIR), and
+ * keeps it across opens (keep_cache) while the directory's size and times
+ * on the server have not moved since the copy was started: a repeated
+ * listing costs a GETATTR, no READDIRPLUS.  A change made through this
+ * mount drops the copy in the kernel itself; one made by another client
+ * shows at the next opendir, as close-to-open shows a file's.  nocto
+ * keeps the copy while the attributes last seen have not moved.
+ */
 static int run_opendir(struct job *j)
 {
+	struct node *n = node_of(j->fs, j->ino);
 	struct dirhandle *d;
-	int rc = access_check(j, node_of(j->fs, j->ino), NC_ACCESS_READ);
+	struct nc_attr a;
+	int rc = access_check(j, n, NC_ACCESS_READ);
 
 	if (rc)
 		return rc;
+	if (!j->fs->o.nocto) {
+		FS_REGION_BEGIN(j, "opendir: GETATTR (close-to-open)");
+		rc = nc_getattr(j->fs->nc, &j->cred, &n->fh, &a);
+		FS_REGION_END(j);
+		if (rc)
+			return rc;
+		j->fi.keep_cache = node_listing_keep(j->fs, n, &a);
+	} else {
+		j->fi.keep_cache = node_listing_keep_seen(j->fs, n);
+	}
+	j->fi.cache_readdir = 1;
 	d = dir_open();
 	if (!d)
 		return -ENOMEM;
@@ -1022,7 +1166,11 @@ static void reply_opendir(struct job *j)
 static void op_opendir(fuse_req_t req, fuse_ino_t ino,
 		       struct fuse_file_info *fi)
 {
-	NEW_JOB(req, "opendir", run_opendir, reply_opendir);
+	struct job *j = new_job(req, "opendir", run_opendir, reply_opendir);
+
+	if (!j)
+		return;
+	nfs_event(FS(req), VFSOPEN);
 	j->ino = ino;
 	copy_fi(j, fi);
 	submit(j, true);
@@ -1066,7 +1214,10 @@ static void reply_statfs(struct job *j)
 
 static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 {
-	NEW_JOB(req, "statfs", run_statfs, reply_statfs);
+	struct job *j = new_job(req, "statfs", run_statfs, reply_statfs);
+
+	if (!j)
+		return;
 	j->ino = ino;
 	submit(j, true);
 }
@@ -1078,7 +1229,11 @@ static int run_access(struct job *j)
 
 static void op_access(fuse_req_t req, fuse_ino_t ino, int mask)
 {
-	NEW_JOB(req, "access", run_access, reply_ok);
+	struct job *j = new_job(req, "access", run_access, reply_ok);
+
+	if (!j)
+		return;
+	nfs_event(FS(req), VFSACCESS);
 	j->ino = ino;
 	j->flags = mask;
 	submit(j, true);
@@ -1108,7 +1263,11 @@ static void reply_lock(struct job *j)
 static void op_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		     struct flock *lock)
 {
-	NEW_JOB(req, "getlk", locks_getlk, reply_lock);
+	struct job *j = new_job(req, "getlk", locks_getlk, reply_lock);
+
+	if (!j)
+		return;
+	nfs_event(FS(req), VFSLOCK);
 	j->ino = ino;
 	copy_fi(j, fi);
 	j->lock = *lock;
@@ -1119,7 +1278,12 @@ static void op_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 static void op_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		     struct flock *lock, int sleep)
 {
-	NEW_JOB(req, sleep ? "setlkw" : "setlk", locks_setlk, reply_ok);
+	struct job *j =
+		new_job(req, sleep ? "setlkw" : "setlk", locks_setlk, reply_ok);
+
+	if (!j)
+		return;
+	nfs_event(FS(req), VFSLOCK);
 	j->ino = ino;
 	copy_fi(j, fi);
 	j->lock = *lock;
@@ -1131,7 +1295,11 @@ static void op_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 static void op_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		     int op)
 {
-	NEW_JOB(req, "flock", locks_flock, reply_ok);
+	struct job *j = new_job(req, "flock", locks_flock, reply_ok);
+
+	if (!j)
+		return;
+	nfs_event(FS(req), VFSLOCK);
 	j->ino = ino;
 	copy_fi(j, fi);
 	j->flags = op;

@@ -180,8 +180,8 @@ static const struct opt_def opt_defs[] = {
 	NETCLIENT("vers=3, proto=tcp, sec=sys",
 		  "\nthe only ones there are; nfs(5)'s others that mean the\n"
 		  "same here are accepted (tcp, mountvers=3, noacl, nofsc,\n"
-		  "rdirplus, noresvport, [no]sharecache, namlen=,\n"
-		  "nconnect=1), the rest refused saying why"),
+		  "rdirplus, noresvport, [no]sharecache, namlen=),\n"
+		  "the rest refused saying why"),
 
 	SECTION("Interruptibility (intrfs gives them their historic meaning):"),
 	NETCLIENT("killable (default)",
@@ -206,10 +206,13 @@ static const struct opt_def opt_defs[] = {
 	     "interruptible; O_DIRECT does it per open)"),
 
 	SECTION("Daemon:"),
-	NETCLIENT("slots=N", "NFS calls in flight on the connection (64)"),
+	NETCLIENT("slots=N", "NFS calls in flight on each connection (64)"),
+	NETCLIENT("nconnect=N",
+		  "TCP connections to the server, 1 to 16 (1); each call\n"
+		  "goes on the least busy and is retransmitted on its own"),
 	COUNT("max_workers", max_workers, 1, 65536, 512, "max_workers=N",
 	      "requests served at once (%u)"),
-	COUNT("wbuf", wbuf_mb, 1, 4096, 8, "wbuf=N",
+	COUNT("wbuf", wbuf_mb, 1, 4096, 4, "wbuf=N",
 	      "MiB of uncommitted writes kept per file before a COMMIT; four\n"
 	      "times that for the whole mount (%u)"),
 	PATH("logfile", logfile, "logfile=PATH",
@@ -264,7 +267,7 @@ static const struct opt_def opt_defs[] = {
 };
 /* clang-format on */
 
-#define OPT_NDEFS (sizeof(opt_defs) / sizeof(opt_defs[0]))
+#define OPT_NDEFS (ARRAY_SIZE(opt_defs))
 
 static const struct opt_def *opt_find(const char *key)
 {
@@ -599,7 +602,7 @@ static void put_passed_on(FILE *f)
 			 d->kind == OPT_IGNORED_PREFIX)
 			last = d;
 	}
-	for (size_t i = 0; i < sizeof(intro) / sizeof(intro[0]); i++)
+	for (size_t i = 0; i < ARRAY_SIZE(intro); i++)
 		put_word(f, intro[i], "", &col);
 	for (size_t i = 0; i < OPT_NDEFS; i++) {
 		const struct opt_def *d = &opt_defs[i];

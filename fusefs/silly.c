@@ -201,6 +201,7 @@ static int silly_move(struct job *j, struct node *dir, const char *name,
 	}
 	if (rc)
 		return rc;
+	nfs_event(fs, SILLYRENAME);
 	pthread_mutex_lock(&fs->nodes_lock);
 	closed = n->opens == 0;
 	if (!closed) {

@@ -80,13 +80,14 @@ struct job *job_new(struct intrfs *fs, fuse_req_t req, const char *op,
 
 static void job_free(struct job *j)
 {
-	for (size_t i = 0; i < sizeof(j->pinned) / sizeof(j->pinned[0]); i++)
+	for (size_t i = 0; i < ARRAY_SIZE(j->pinned); i++)
 		if (j->pinned[i])
 			node_unpin(j->fs, j->pinned[i]);
 	region_task_put(j->task);
 	free(j->name);
 	free(j->name2);
 	buf_free(j->buf);
+	nc_rbuf_release(&j->rbuf);
 	free(j);
 }
 

@@ -23,7 +23,9 @@
  * Order and bounds: a write waits while an earlier one to an overlapping
  * range is on its way (the server could apply them in either order) and
  * while WB_MAX_CALLS writes or WB_MAX_MIB MiB of a file are, or, while one
- * of the file's is, the mount's I/O buffers pass four times wbuf=.  What reads
+ * of the file's is, the mount's I/O buffers pass four times wbuf=; and,
+ * while a COMMIT of the file's is, while those pass it or the file's new
+ * data passes wbuf=.  What reads
  * or reports the file's data or size waits for the writes on their way
  * first: a read for those that overlap it, getattr, setattr and lookup for
  * all, flush and fsync for every write job to finish with the file.
@@ -393,17 +395,30 @@ static void sending_remove(struct wb_node *w, struct extent *e)
 /*
  * Whether a write of len must wait for room: the file's own bounds, or the
  * mount's I/O buffers past four times wbuf=.  Only while the file has a
- * write on its way, whose end wakes the waiter: so a file under the
- * mount's bound still sends one write at a time, and none waits for
- * another file.
+ * write on its way or a COMMIT holding its data, whose end wakes the
+ * waiter: so a file over the mount's bound still sends one write at a
+ * time, and none waits for another file.  While its COMMIT is under way a
+ * file takes no more than wbuf= of new data: the data a slow COMMIT holds
+ * is not added to by as much again as the link carries meanwhile.
  */
+/* Whether the mount's I/O buffers are past their bound, four times wbuf=. */
+static bool mount_over(const struct intrfs *fs)
+{
+	return buf_busy_bytes() >= (size_t)fs->o.wbuf_mb << 22;
+}
+
 static bool sending_full(const struct intrfs *fs, const struct wb_node *w,
 			 size_t len)
 {
-	return w->nsending &&
-	       (w->nsending >= WB_MAX_CALLS ||
-		w->sending_bytes + len > (size_t)WB_MAX_MIB << 20 ||
-		buf_busy_bytes() >= (size_t)fs->o.wbuf_mb << 22);
+	size_t wbuf = (size_t)fs->o.wbuf_mb << 20;
+	bool over = mount_over(fs);
+
+	if (w->nsending &&
+	    (w->nsending >= WB_MAX_CALLS ||
+	     w->sending_bytes + len > (size_t)WB_MAX_MIB << 20 || over))
+		return true;
+	return w->committing &&
+	       (over || w->dirty_bytes + w->sending_bytes + len > wbuf);
 }
 
 /*
@@ -450,8 +465,12 @@ int wb_write(struct job *j, struct node *n)
 	if (rc)
 		return rc;
 	/* In order after overlapping writes, and not too many at once. */
-	while (!w->write_error && (overlaps(w->sending, e->off, e->len) ||
-				   sending_full(j->fs, w, e->len))) {
+	for (bool waited = false;
+	     !w->write_error && (overlaps(w->sending, e->off, e->len) ||
+				 sending_full(j->fs, w, e->len));
+	     waited = true) {
+		if (!waited)
+			nfs_event(j->fs, CONGESTIONWAIT);
 		rc = region_task_cond_wait(&w->cond, &w->lock, wb_room_mode(),
 					   TASK_FOREVER);
 		if (rc) {
@@ -480,6 +499,10 @@ int wb_write(struct job *j, struct node *n)
 			      behind ? &sent : NULL);
 	FS_REGION_END(j);
 
+	if (rc == 0) {
+		nfs_bytes(j->fs, SERVERWRITTENBYTES, e->len);
+		nfs_bytes(j->fs, WRITEPAGES, (e->len + 4095) / 4096);
+	}
 	region_task_mutex_lock_nofail(&w->lock);
 	sending_remove(w, e);
 	if (rc == 0 && res.committed != NC_FILE_SYNC) {
@@ -503,7 +526,7 @@ int wb_write(struct job *j, struct node *n)
 	 */
 	commit = rc == 0 && w->dirty_bytes &&
 		 (w->dirty_bytes >= (size_t)j->fs->o.wbuf_mb << 20 ||
-		  buf_busy_bytes() >= (size_t)j->fs->o.wbuf_mb << 22);
+		  mount_over(j->fs));
 	region_task_cond_broadcast(&w->cond);
 	region_task_mutex_unlock(&w->lock);
 	buf_free(e);

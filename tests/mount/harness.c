@@ -705,9 +705,9 @@ void mnt_stop(struct mnt *m)
 	track(m, false);
 }
 
-uint64_t mnt_proc_ops(const struct mnt *m, const char *proc)
+/* intrfsctl m stats, its JSON in out. */
+static void stats_json(const struct mnt *m, char *out, size_t len)
 {
-	char out[16384], key[64], *at;
 	size_t got = 0;
 	int p[2], st;
 	pid_t pid;
@@ -724,17 +724,36 @@ uint64_t mnt_proc_ops(const struct mnt *m, const char *proc)
 		_exit(127);
 	}
 	close(p[1]);
-	for (ssize_t r; got < sizeof(out) - 1 &&
-			(r = read(p[0], out + got, sizeof(out) - 1 - got)) > 0;)
+	for (ssize_t r;
+	     got < len - 1 && (r = read(p[0], out + got, len - 1 - got)) > 0;)
 		got += (size_t)r;
 	out[got] = '\0';
 	close(p[0]);
 	ASSERT_EQ(waitpid(pid, &st, 0), pid);
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
 		TEST__FAIL("intrfsctl %s stats failed: %s", m->dir, out);
+}
+
+uint64_t mnt_proc_ops(const struct mnt *m, const char *proc)
+{
+	char out[16384], key[64], *at;
+
+	stats_json(m, out, sizeof(out));
 	snprintf(key, sizeof(key), "\"%s\":{\"ops\":", proc);
 	at = strstr(out, key);
 	return at ? strtoull(at + strlen(key), NULL, 10) : 0;
+}
+
+uint64_t mnt_stat(const struct mnt *m, const char *name)
+{
+	char out[16384], key[64], *at;
+
+	stats_json(m, out, sizeof(out));
+	snprintf(key, sizeof(key), "\"%s\":", name);
+	at = strstr(out, key);
+	if (!at)
+		TEST__FAIL("intrfsctl %s stats has no %s", m->dir, name);
+	return strtoull(at + strlen(key), NULL, 10);
 }
 
 const char *mpath(const struct mnt *m, const char *rel)

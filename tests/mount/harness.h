@@ -127,6 +127,8 @@ void mnt_stop(struct mnt *m);
  * intrfsctl stats.
  */
 uint64_t mnt_proc_ops(const struct mnt *m, const char *proc);
+/* The number named name ("io_buffers_peak") in intrfsctl stats' JSON. */
+uint64_t mnt_stat(const struct mnt *m, const char *name);
 /* The daemon binary (INTRFS_BIN). */
 const char *intrfs_bin(void);
 /* What the daemon has logged so far. */

@@ -12,6 +12,7 @@
  */
 #include "harness.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -254,6 +255,79 @@ TEST_IMPL(clients_nocto)
 				   (unsigned long long)(4 * rows[i].getattrs));
 		mnt_stop(&m);
 	}
+	return 0;
+}
+
+/*
+ * Listings: the kernel keeps a directory's listing while the directory has
+ * not changed on the server, so a repeated listing sends no READDIRPLUS; a
+ * file B creates, or one A creates or removes itself, shows at A's next
+ * listing.
+ */
+static unsigned count_names(const char *dir, const char *want, bool *seen)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	unsigned n = 0;
+
+	if (!d)
+		TEST__FAIL("opendir %s: %s", dir, strerror(errno));
+	*seen = false;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		n++;
+		if (want && strcmp(e->d_name, want) == 0)
+			*seen = true;
+	}
+	closedir(d);
+	return n;
+}
+
+TEST_IMPL(clients_listing_cache)
+{
+	struct test_server s;
+	struct mnt a, b;
+	uint64_t rdp;
+	bool seen;
+	char name[32];
+
+	srv_get(&s);
+	mnt_start(&a, &s, "");
+	mnt_start_shared(&b, &a, &s, "");
+	ASSERT_EQ(mkdir(mpath(&a, "d"), 0755), 0);
+	for (int i = 0; i < 300; i++) {
+		snprintf(name, sizeof(name), "d/f%03d", i);
+		put(mpath(&a, name), "x\n");
+	}
+	ASSERT_EQ(count_names(mpath(&a, "d"), NULL, &seen), 300);
+	/* Again, and again: from the kernel's copy. */
+	rdp = mnt_proc_ops(&a, "READDIRPLUS") + mnt_proc_ops(&a, "READDIR");
+	for (int k = 0; k < 3; k++)
+		ASSERT_EQ(count_names(mpath(&a, "d"), NULL, &seen), 300);
+	ASSERT_UINT64_EQ(mnt_proc_ops(&a, "READDIRPLUS") +
+				 mnt_proc_ops(&a, "READDIR"),
+			 rdp);
+	/* Another client adds a file: A's next listing has it. */
+	put(mpath(&b, "d/from-b"), "b\n");
+	ASSERT_EQ(count_names(mpath(&a, "d"), "from-b", &seen), 301);
+	ASSERT(seen);
+	ASSERT_UINT64_GT(mnt_proc_ops(&a, "READDIRPLUS") +
+				 mnt_proc_ops(&a, "READDIR"),
+			 rdp);
+	/* A removes one and makes one: both show at once. */
+	ASSERT_EQ(unlink(mpath(&a, "d/f000")), 0);
+	put(mpath(&a, "d/from-a"), "a\n");
+	ASSERT_EQ(count_names(mpath(&a, "d"), "from-a", &seen), 301);
+	ASSERT(seen);
+	ASSERT_EQ(count_names(mpath(&a, "d"), "f000", &seen), 301);
+	ASSERT(!seen);
+	/* Another client removes one: gone from A's next listing. */
+	ASSERT_EQ(unlink(mpath(&b, "d/from-a")), 0);
+	ASSERT_EQ(count_names(mpath(&a, "d"), "from-a", &seen), 300);
+	ASSERT(!seen);
+	mnt_stop(&b);
+	mnt_stop(&a);
 	return 0;
 }
 

@@ -13,7 +13,9 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
+#include <inttypes.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -966,6 +968,52 @@ TEST_IMPL(ctl_policy_linux)
 }
 
 /*
+ * nconnect=3: three connections from the mount on, shown by intrfsctl
+ * stats, each carrying some of a file's writes and reads, and the bytes
+ * right on the export.
+ */
+TEST_IMPL(ctl_nconnect)
+{
+	const size_t len = 8u << 20;
+	unsigned long long c[4] = { 0 };
+	char out[65536], *got;
+	struct test_server s;
+	unsigned char *buf;
+	const char *at;
+	struct mnt m;
+	int n;
+
+	srv_get(&s);
+	mnt_start(&m, &s, "nconnect=3");
+	buf = malloc(len);
+	ASSERT(buf != NULL);
+	fill_random(buf, len, 3);
+	write_file(mpath(&m, "nc"), buf, len);
+	assert_same_bytes(lpath(&m, "nc"), buf, len);
+	ASSERT_EQ(read_file(mpath(&m, "nc"), &got), (ssize_t)len);
+	ASSERT_MEM_EQ(got, buf, len);
+	free(got);
+	free(buf);
+	ASSERT_EQ(ctl(out, sizeof(out),
+		      (const char *const[]){ m.dir, "stats", NULL }),
+		  0);
+	at = strstr(out, "\"connections\":[");
+	ASSERT(at != NULL);
+	n = sscanf(at, "\"connections\":[%llu,%llu,%llu,%llu]", &c[0], &c[1],
+		   &c[2], &c[3]);
+	ASSERT_EQ(n, 3);
+	for (unsigned i = 0; i < 3; i++)
+		if (c[i] == 0)
+			TEST__FAIL("connection %u carried no call: %s", i, at);
+	ASSERT_EQ(ctl(out, sizeof(out),
+		      (const char *const[]){ m.dir, "stats", "--table", NULL }),
+		  0);
+	ASSERT_CONTAINS(out, "connections                   3  calls each");
+	mnt_stop(&m);
+	return 0;
+}
+
+/*
  * A word too many or too few is refused, by intrfsctl and by the daemon,
  * and changes nothing.
  */
@@ -1007,6 +1055,177 @@ TEST_IMPL(ctl_extra_arguments)
 	mnt_read_log(&m, out, sizeof(out));
 	if (strstr(out, "hung-task watchdog at"))
 		TEST__FAIL("a refused request acted:\n%s", out);
+	mnt_stop(&m);
+	return 0;
+}
+
+/* Runs a shell command line; its output (and stderr) into out. */
+static int run_sh(char *out, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int run_sh(char *out, size_t len, const char *fmt, ...)
+{
+	char cmd[1024];
+	size_t got = 0;
+	va_list ap;
+	FILE *p;
+	int st;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	p = popen(cmd, "r");
+	ASSERT(p != NULL);
+	for (size_t r;
+	     got < len - 1 && (r = fread(out + got, 1, len - 1 - got, p)) > 0;)
+		got += r;
+	out[got] = '\0';
+	st = pclose(p);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* How many numbers follow the word key on its line of text. */
+static unsigned numbers_after(const char *text, const char *key)
+{
+	const char *at = strstr(text, key);
+	unsigned n = 0;
+
+	if (!at)
+		return 0;
+	at += strlen(key);
+	for (;;) {
+		char *end;
+
+		while (*at == ' ' || *at == '\t')
+			at++;
+		strtoull(at, &end, 10);
+		if (end == at)
+			return n;
+		n++;
+		at = end;
+	}
+}
+
+/* intrfsctl m mountstats, into out and the file path. */
+static void mountstats_to(const struct mnt *m, const char *path, char *out,
+			  size_t len)
+{
+	FILE *f;
+
+	ASSERT_EQ(ctl(out, len,
+		      (const char *const[]){ m->dir, "mountstats", NULL }),
+		  0);
+	f = fopen(path, "w");
+	ASSERT(f != NULL);
+	fputs(out, f);
+	ASSERT_EQ(fclose(f), 0);
+}
+
+/*
+ * intrfsctl MNT mountstats is a /proc/self/mountstats entry that
+ * nfs-utils' mountstats(8) reads unchanged (its mountstats, iostat and
+ * nfsstat views, and -S for what changed since a snapshot), with the
+ * fields its parser needs, and figures that are the mount's.
+ */
+TEST_IMPL(ctl_mountstats)
+{
+	static const char tool[] = "/usr/sbin/mountstats";
+	const size_t buffered = 3u << 20, direct = 2u << 20;
+	static const char *const procs[] = {
+		"NULL",	    "GETATTR", "SETATTR",     "LOOKUP", "ACCESS",
+		"READLINK", "READ",    "WRITE",	      "CREATE", "MKDIR",
+		"SYMLINK",  "MKNOD",   "REMOVE",      "RMDIR",	"RENAME",
+		"LINK",	    "READDIR", "READDIRPLUS", "FSSTAT", "FSINFO",
+		"PATHCONF", "COMMIT"
+	};
+	char f0[] = "/tmp/intrfs-mountstats.XXXXXX", f1[64], line[512];
+	static char out[65536], view[65536];
+	struct test_server s;
+	unsigned char *buf;
+	struct mnt m;
+	int fd;
+
+	if (access(tool, X_OK) != 0)
+		TEST__FAIL("%s is missing: install nfs-common "
+			   "(mount-scripts/setup does)",
+			   tool);
+	srv_get(&s);
+	mnt_start(&m, &s, "");
+	fd = mkstemp(f0);
+	ASSERT_GE(fd, 0);
+	close(fd);
+	snprintf(f1, sizeof(f1), "%s.1", f0);
+	mountstats_to(&m, f0, out, sizeof(out));
+
+	ASSERT_EQ(posix_memalign((void **)&buf, 4096, buffered), 0);
+	fill_random(buf, buffered, 11);
+	write_file(mpath(&m, "ms-buffered"), buf, buffered);
+	fd = open(mpath(&m, "ms-direct"), O_WRONLY | O_CREAT | O_DIRECT, 0644);
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(write(fd, buf, direct), (ssize_t)direct);
+	ASSERT_EQ(fsync(fd), 0);
+	close(fd);
+	fd = open(mpath(&m, "ms-direct"), O_RDONLY | O_DIRECT);
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(read(fd, buf, direct), (ssize_t)direct);
+	close(fd);
+	free(buf);
+	/* Its age is in whole seconds, as Linux's: one passes. */
+	test_sleep_ms(1100);
+	mountstats_to(&m, f1, out, sizeof(out));
+
+	/* The lines and fields the tool's parser takes. */
+	snprintf(line, sizeof(line),
+		 "mounted on %s with fstype nfs statvers=1.1", m.dir);
+	ASSERT_CONTAINS(out, line);
+	ASSERT_EQ(numbers_after(out, "\tevents:"), 27);
+	ASSERT_EQ(numbers_after(out, "\tbytes:"), 8);
+	ASSERT_CONTAINS(out, "RPC iostats version: 1.1  p/v: 100003/3 (nfs)");
+	ASSERT_EQ(numbers_after(out, "\txprt:\ttcp"), 13);
+	/* Every NFSv3 procedure, in order, with its nine fields. */
+	for (size_t i = 0; i < ARRAY_SIZE(procs); i++) {
+		snprintf(line, sizeof(line), " %s:", procs[i]);
+		ASSERT_EQ(numbers_after(out, line), 9);
+	}
+	/* The mount's own figures: the WRITEs intrfsctl stats counts. */
+	snprintf(line, sizeof(line), "       WRITE: %" PRIu64 " ",
+		 mnt_proc_ops(&m, "WRITE"));
+	ASSERT_CONTAINS(out, line);
+
+	ASSERT_EQ(run_sh(view, sizeof(view), "%s mountstats -f %s 2>&1", tool,
+			 f1),
+		  0);
+	snprintf(line, sizeof(line),
+		 "applications wrote %zu bytes via write(2)", buffered);
+	ASSERT_CONTAINS(view, line);
+	snprintf(line, sizeof(line),
+		 "applications wrote %zu bytes via O_DIRECT write(2)", direct);
+	ASSERT_CONTAINS(view, line);
+	snprintf(line, sizeof(line),
+		 "applications read %zu bytes via O_DIRECT read(2)", direct);
+	ASSERT_CONTAINS(view, line);
+	snprintf(line, sizeof(line), "client wrote %zu bytes via NFS WRITE",
+		 buffered + direct);
+	ASSERT_CONTAINS(view, line);
+	ASSERT_CONTAINS(view, "NFS mount age: 0:00:0");
+
+	ASSERT_EQ(run_sh(view, sizeof(view), "%s iostat -f %s -S %s 2>&1", tool,
+			 f1, f0),
+		  0);
+	ASSERT_CONTAINS(view, "write:");
+	ASSERT_CONTAINS(view, "read:");
+	ASSERT_NULL(strstr(view, "Traceback"));
+
+	ASSERT_EQ(run_sh(view, sizeof(view), "%s nfsstat -f %s -S %s 2>&1",
+			 tool, f1, f0),
+		  0);
+	ASSERT_CONTAINS(view, "Client nfs v3");
+	ASSERT_NULL(strstr(view, "Traceback"));
+
+	ASSERT_EQ(ctl(out, sizeof(out),
+		      (const char *const[]){ m.dir, "mountstats", "x", NULL }),
+		  2);
+	unlink(f0);
+	unlink(f1);
 	mnt_stop(&m);
 	return 0;
 }
