@@ -5,9 +5,9 @@
  * adds to kill -> EINTR is measured against this.  Runs in the foreground
  * until unmounted.
  */
-#define FUSE_USE_VERSION 35
+#include "floor_serve.h"
+
 #include <errno.h>
-#include <fuse_lowlevel.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -87,28 +87,9 @@ static const struct fuse_lowlevel_ops ops = {
 
 int main(int argc, char **argv)
 {
-	char *fargv[] = { argv[0], NULL };
-	struct fuse_args args = FUSE_ARGS_INIT(1, fargv);
-	struct fuse_loop_config *lc;
-	struct fuse_session *se;
-	int rc = 1;
-
 	if (argc != 2) {
 		fprintf(stderr, "usage: floor_fs MOUNTPOINT\n");
 		return 2;
 	}
-	se = fuse_session_new(&args, &ops, sizeof(ops), NULL);
-	if (!se)
-		return 1;
-	if (fuse_set_signal_handlers(se) == 0 &&
-	    fuse_session_mount(se, argv[1]) == 0) {
-		lc = fuse_loop_cfg_create();
-		fuse_loop_cfg_set_clone_fd(lc, 1);
-		rc = fuse_session_loop_mt(se, lc) ? 1 : 0;
-		fuse_loop_cfg_destroy(lc);
-		fuse_session_unmount(se);
-	}
-	fuse_remove_signal_handlers(se);
-	fuse_session_destroy(se);
-	return rc;
+	return floor_serve(argv[0], argv[1], &ops, sizeof(ops), -1);
 }
