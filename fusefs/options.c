@@ -9,7 +9,8 @@
  * sets, the range it takes and its line of --help.  The parser, the
  * defaults, the checks and the help walk it, and a name it does not know
  * is netclient's "unknown option".  netclient's options have rows here
- * too, for their line of --help only.
+ * too, naming them, for their place in --help: what the line says comes
+ * from netclient's own table (nc_opt_help()), defaults and all.
  *
  * Parsing happens once, before any thread starts; nothing here locks, and
  * nothing here may be called once the session runs.
@@ -38,7 +39,7 @@
 
 enum opt_kind {
 	OPT_SECTION, /* a heading of --help; no option */
-	OPT_NETCLIENT, /* parsed by netclient: its line of --help only */
+	OPT_NETCLIENT, /* netclient's, help names it: its line of --help */
 	OPT_FLAG, /* name: sets a bool field */
 	OPT_UNFLAG, /* name: clears a bool field (cto beside nocto) */
 	OPT_SECONDS, /* name=S: a double field in [0, SECONDS_MAX] */
@@ -87,9 +88,10 @@ struct opt_def {
 	{                                          \
 		.kind = OPT_SECTION, .help = title \
 	}
-#define NETCLIENT(syn, h)                                       \
-	{                                                       \
-		.kind = OPT_NETCLIENT, .syntax = syn, .help = h \
+/* netclient's option key: its line of --help, from nc_opt_help(). */
+#define NETCLIENT(key)                             \
+	{                                          \
+		.kind = OPT_NETCLIENT, .help = key \
 	}
 #define FLAG(n, field, syn, h)                                         \
 	{                                                              \
@@ -139,19 +141,13 @@ struct opt_def {
 /* clang-format off */
 static const struct opt_def opt_defs[] = {
 	SECTION("NFS options (nfs(5) names):"),
-	NETCLIENT("hard (default) | soft | softerr",
-		  "retry forever, or fail with EIO / ETIMEDOUT"),
-	NETCLIENT("timeo=N",
-		  "deciseconds before the first retransmission (600)"),
-	NETCLIENT("retrans=N", "retransmissions before a major timeout (2)"),
-	NETCLIENT("rsize=N, wsize=N",
-		  "caps on READ/WRITE size (the server's choice, at most 1 MiB)"),
-	NETCLIENT("port=N, mountport=N", "NFS and MOUNT ports (0: ask rpcbind)"),
-	NETCLIENT("nlmport=N",
-		  "the lock manager's (NLM) port (0: ask rpcbind at the\n"
-		  "first lock)"),
-	NETCLIENT("retry=N",
-		  "minutes a hard mount keeps trying to reach the server (2)"),
+	NETCLIENT("hard"),
+	NETCLIENT("timeo"),
+	NETCLIENT("retrans"),
+	NETCLIENT("rsize"),
+	NETCLIENT("port"),
+	NETCLIENT("nlmport"),
+	NETCLIENT("retry"),
 	KIND("actimeo", OPT_ACTIMEO,
 	     "actimeo=N, acregmin=N, acregmax=N, acdirmin=N, acdirmax=N, noac, ac",
 	     "\nattribute cache seconds, files " STR(AC_REGMIN) ", directories "
@@ -177,27 +173,14 @@ static const struct opt_def opt_defs[] = {
 	KIND("nolock", OPT_NOLOCK, NULL, NULL),
 	KIND("local_lock", OPT_LOCAL_LOCK, "local_lock=none|all|flock|posix",
 	     "\nthe kinds of lock kept in this kernel (none)"),
-	NETCLIENT("vers=3, proto=tcp, sec=sys",
-		  "\nthe only ones there are; nfs(5)'s others that mean the\n"
-		  "same here are accepted (tcp, mountvers=3, noacl, nofsc,\n"
-		  "rdirplus, noresvport, [no]sharecache, namlen=),\n"
-		  "the rest refused saying why"),
+	NETCLIENT("vers"),
 
 	SECTION("Interruptibility (intrfs gives them their historic meaning):"),
-	NETCLIENT("killable (default)",
-		  "Ctrl-C waits for the server, kill -9 ends the call"),
-	NETCLIENT("intr", "any signal ends the call with EINTR"),
-	NETCLIENT("nointr", "nothing ends the call; the watchdog reports it"),
-	NETCLIENT("policy=P",
-		  "how regions are enforced: region (default),\n"
-		  "percall, sigmask, or linux: percall with Linux's\n"
-		  "own per-call choices (intr and nointr ignored,\n"
-		  "killable waits, writes on their way waited for\n"
-		  "uninterruptibly)"),
-	NETCLIENT("send=MODE",
-		  "the send's own waits: interruptible (default, as\n"
-		  "the kernel's sendmsg()), killable or uninterruptible,\n"
-		  "the per-call fix proposed instead of regions"),
+	NETCLIENT("killable"),
+	NETCLIENT("intr"),
+	NETCLIENT("nointr"),
+	NETCLIENT("policy"),
+	NETCLIENT("send"),
 	COUNT("hung_timeout", hung_timeout, 0, SECONDS_MAX, 120, "hung_timeout=N",
 	      "seconds before the watchdog reports a task blocked\n"
 	      "uninterruptibly (%u; 0: off)"),
@@ -206,10 +189,8 @@ static const struct opt_def opt_defs[] = {
 	     "interruptible; O_DIRECT does it per open)"),
 
 	SECTION("Daemon:"),
-	NETCLIENT("slots=N", "NFS calls in flight on each connection (64)"),
-	NETCLIENT("nconnect=N",
-		  "TCP connections to the server, 1 to 16 (1); each call\n"
-		  "goes on the least busy and is retransmitted on its own"),
+	NETCLIENT("slots"),
+	NETCLIENT("nconnect"),
 	COUNT("max_workers", max_workers, 1, 65536, 512, "max_workers=N",
 	      "requests served at once (%u)"),
 	COUNT("wbuf", wbuf_mb, 1, 4096, 4, "wbuf=N",
@@ -566,6 +547,29 @@ static void put_row(FILE *f, const char *syntax, const struct opt_def *d)
 	put_help(f, help, d ? d->def : 0, is_format);
 }
 
+/* netclient's option key, as netclient's table says it. */
+static void put_netclient_row(FILE *f, const char *key)
+{
+	struct opt_def row = { .kind = OPT_NETCLIENT };
+	char help[512];
+
+	size_t first;
+
+	/*
+	 * A syntax wider than the left column: its help after it when the
+	 * first line fits there, else under it.
+	 */
+	help[0] = '\n';
+	if (nc_opt_help(key, &row.syntax, help + 1, sizeof(help) - 1) <= 0)
+		return; /* check-options: every row is in --help */
+	first = strcspn(help + 1, "\n");
+	row.help = help + 1;
+	if (strlen(row.syntax) >= HELP_COLUMN - 2 &&
+	    2 + strlen(row.syntax) + 2 + first > HELP_WIDTH)
+		row.help = help;
+	put_row(f, row.syntax, &row);
+}
+
 /* Appends word to a paragraph wrapped at HELP_WIDTH. */
 static void put_word(FILE *f, const char *word, const char *sep, size_t *col)
 {
@@ -646,6 +650,8 @@ void fs_usage(FILE *f)
 
 		if (d->kind == OPT_SECTION)
 			fprintf(f, "\n%s\n", d->help);
+		else if (d->kind == OPT_NETCLIENT)
+			put_netclient_row(f, d->help);
 		else if (d->syntax && d->help)
 			put_row(f, d->syntax, d);
 	}

@@ -22,15 +22,14 @@
 #include <string.h>
 #include <unistd.h>
 
-/* nfs(5) defaults for TCP, and the ranges this client accepts. */
-#define TIMEO_DEFAULT 600 /* deciseconds */
+/*
+ * The ranges this client accepts (the defaults, nfs(5)'s for TCP, are in
+ * the table below, where --help and nc_opts_init() find them).
+ */
 #define TIMEO_MIN 1
 #define TIMEO_MAX 6000
-#define RETRANS_DEFAULT 2
 #define RETRANS_MAX 100
-#define RETRY_DEFAULT 2 /* minutes */
 #define RETRY_MAX 10000
-#define SLOTS_DEFAULT 64
 #define SLOTS_MIN 1
 #define SLOTS_MAX 1024
 /* Linux's NFS_MAX_CONNECTIONS. */
@@ -50,21 +49,6 @@
 #define ONLY_VERS "3"
 #define ONLY_PROTO "tcp"
 
-void nc_opts_init(struct nc_opts *o)
-{
-	memset(o, 0, sizeof(*o));
-	o->timeo_mode = NC_HARD;
-	o->intr_mode = NC_KILLABLE;
-	o->timeo = TIMEO_DEFAULT;
-	o->retrans = RETRANS_DEFAULT;
-	o->retry = RETRY_DEFAULT;
-	o->slots = SLOTS_DEFAULT;
-	o->nconnect = 1;
-	o->policy = REGION_POLICY_REGION;
-	o->send_mode = TASK_INTERRUPTIBLE;
-	/* rsize, wsize 0: the server's choice; port, mountport 0: rpcbind. */
-}
-
 enum opt_kind {
 	OPT_TIMEO_MODE, /* a flag: sets timeo_mode to value */
 	OPT_INTR_MODE, /* a flag: sets intr_mode to value */
@@ -83,8 +67,8 @@ struct opt_def {
 	size_t off; /* OPT_NUMBER: offsetof the unsigned field */
 	unsigned min, max; /* OPT_NUMBER: the accepted range */
 	unsigned granule; /* OPT_NUMBER: rounded down to a multiple */
-	bool omit; /* OPT_NUMBER: not written when it is omit_value */
-	unsigned omit_value;
+	unsigned def; /* OPT_NUMBER: the default */
+	bool omit; /* OPT_NUMBER: not written back when it has its default */
 	const char *only; /* OPT_ONLY: the one value accepted */
 	const char *why; /* OPT_ONLY, OPT_NO: why it is refused */
 	bool value_any; /* OPT_SAME: takes a value (any), else none */
@@ -99,18 +83,19 @@ struct opt_def {
 	{                                                    \
 		.name = n, .kind = OPT_INTR_MODE, .value = v \
 	}
-#define NUMBER(n, field, lo, hi, g, z)                                        \
+/* A number in [lo, hi], a multiple of g, d by default. */
+#define NUMBER(n, field, lo, hi, g, d)                                        \
 	{                                                                     \
 		.name = n, .kind = OPT_NUMBER,                                \
 		.off = offsetof(struct nc_opts, field), .min = lo, .max = hi, \
-		.granule = g, .omit = z                                       \
+		.granule = g, .def = d                                        \
 	}
-/* A number not written back when it has its default, d. */
-#define NUMBER_DEFAULT(n, field, lo, hi, d)                                   \
+/* The same, not written back when it has its default. */
+#define NUMBER_QUIET(n, field, lo, hi, g, d)                                  \
 	{                                                                     \
 		.name = n, .kind = OPT_NUMBER,                                \
 		.off = offsetof(struct nc_opts, field), .min = lo, .max = hi, \
-		.granule = 1, .omit = true, .omit_value = d                   \
+		.granule = g, .def = d, .omit = true                          \
 	}
 #define POLICY(n)                             \
 	{                                     \
@@ -145,15 +130,16 @@ static const struct opt_def opt_defs[] = {
 	INTR_MODE("killable", NC_KILLABLE),
 	INTR_MODE("intr", NC_INTR),
 	INTR_MODE("nointr", NC_NOINTR),
-	NUMBER("timeo", timeo, TIMEO_MIN, TIMEO_MAX, 1, false),
-	NUMBER("retrans", retrans, 0, RETRANS_MAX, 1, false),
-	NUMBER("rsize", rsize, IO_GRANULE, NC_MAX_IO, IO_GRANULE, true),
-	NUMBER("wsize", wsize, IO_GRANULE, NC_MAX_IO, IO_GRANULE, true),
-	NUMBER("port", port, 0, PORT_MAX, 1, true),
-	NUMBER("mountport", mountport, 0, PORT_MAX, 1, true),
-	NUMBER("nlmport", nlmport, 0, PORT_MAX, 1, true),
-	NUMBER("retry", retry, 0, RETRY_MAX, 1, false),
-	NUMBER("slots", slots, SLOTS_MIN, SLOTS_MAX, 1, false),
+	NUMBER("timeo", timeo, TIMEO_MIN, TIMEO_MAX, 1, 600),
+	NUMBER("retrans", retrans, 0, RETRANS_MAX, 1, 2),
+	/* 0, the defaults below: the server's choice, or ask rpcbind. */
+	NUMBER_QUIET("rsize", rsize, IO_GRANULE, NC_MAX_IO, IO_GRANULE, 0),
+	NUMBER_QUIET("wsize", wsize, IO_GRANULE, NC_MAX_IO, IO_GRANULE, 0),
+	NUMBER_QUIET("port", port, 0, PORT_MAX, 1, 0),
+	NUMBER_QUIET("mountport", mountport, 0, PORT_MAX, 1, 0),
+	NUMBER_QUIET("nlmport", nlmport, 0, PORT_MAX, 1, 0),
+	NUMBER("retry", retry, 0, RETRY_MAX, 1, 2), /* minutes */
+	NUMBER("slots", slots, SLOTS_MIN, SLOTS_MAX, 1, 64),
 	ONLY("vers", ONLY_VERS, "intrfs speaks NFS version 3 only", true),
 	ONLY("nfsvers", ONLY_VERS, "intrfs speaks NFS version 3 only", false),
 	ONLY("proto", ONLY_PROTO, "intrfs uses TCP only", true),
@@ -162,7 +148,7 @@ static const struct opt_def opt_defs[] = {
 	     false),
 	ONLY("sec", "sys", "intrfs speaks AUTH_SYS only", false),
 	/* As Linux shows it: only when more than one. */
-	NUMBER_DEFAULT("nconnect", nconnect, 1, NCONNECT_MAX, 1),
+	NUMBER_QUIET("nconnect", nconnect, 1, NCONNECT_MAX, 1, 1),
 	/*
 	 * nfs(5) options an fstab line for an NFSv3 mount may carry: what
 	 * this client does anyway is accepted, what it cannot do is refused
@@ -233,6 +219,124 @@ static unsigned *opt_field(struct nc_opts *o, const struct opt_def *d)
 static unsigned opt_get(const struct nc_opts *o, const struct opt_def *d)
 {
 	return *(const unsigned *)((const char *)o + d->off);
+}
+
+void nc_opts_init(struct nc_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->timeo_mode = NC_HARD;
+	o->intr_mode = NC_KILLABLE;
+	o->policy = REGION_POLICY_REGION;
+	o->send_mode = TASK_INTERRUPTIBLE;
+	/* rsize, wsize 0: the server's choice; port, mountport 0: rpcbind. */
+	for (size_t i = 0; i < OPT_NDEFS; i++)
+		if (opt_defs[i].kind == OPT_NUMBER)
+			*opt_field(o, &opt_defs[i]) = opt_defs[i].def;
+}
+
+/* Appends to buf[*pos..len), which stays terminated when it is too short. */
+static void __attribute__((format(printf, 4, 5)))
+append(char *buf, size_t len, size_t *pos, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (*pos >= len)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(buf + *pos, len - *pos, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	*pos = (size_t)n < len - *pos ? *pos + (size_t)n : len;
+}
+
+/*
+ * What --help says of each option, for the daemon's help and
+ * intrfs-client's alike, in the order they list them.  In help, %d is the
+ * option key's default and %r its range ("1 to 16"), both from opt_defs;
+ * lines are split by '\n' and at most NC_OPT_HELP_WIDTH wide, to fit
+ * both helps' right-hand column (test_opts checks it).
+ */
+struct opt_help {
+	const char *key, *syntax, *help;
+};
+
+static const struct opt_help opt_helps[] = {
+	{ "hard", "hard (default) | soft | softerr",
+	  "retry forever, or fail with EIO / ETIMEDOUT after\n"
+	  "retrans retransmissions" },
+	{ "killable", "killable (default)",
+	  "Ctrl-C waits for the server, kill -9 ends the call" },
+	{ "intr", "intr", "any signal ends the call with EINTR" },
+	{ "nointr", "nointr", "nothing ends the call, kill -9 neither" },
+	{ "timeo", "timeo=N",
+	  "deciseconds before the first retransmission (%d)" },
+	{ "retrans", "retrans=N",
+	  "retransmissions before a major timeout (%d)" },
+	{ "rsize", "rsize=N, wsize=N",
+	  "caps on READ/WRITE size (the server's choice, at\n"
+	  "most 1 MiB)" },
+	{ "port", "port=N, mountport=N",
+	  "NFS and MOUNT ports (0: ask rpcbind)" },
+	{ "nlmport", "nlmport=N",
+	  "the lock manager's (NLM) port (0: ask rpcbind at\n"
+	  "the first lock)" },
+	{ "retry", "retry=N",
+	  "minutes a hard mount keeps trying to reach the\n"
+	  "server (%d)" },
+	{ "slots", "slots=N", "NFS calls in flight on each connection (%d)" },
+	{ "nconnect", "nconnect=N",
+	  "TCP connections to the server, %r (%d); each call\n"
+	  "goes on the least busy and is retransmitted on its own" },
+	{ "policy", "policy=P",
+	  "how regions are enforced: region (default),\n"
+	  "percall, sigmask, or linux: percall with Linux's\n"
+	  "own per-call choices (intr and nointr ignored,\n"
+	  "killable waits, writes on their way waited for\n"
+	  "uninterruptibly)" },
+	{ "send", "send=MODE",
+	  "the send's own waits: interruptible (default, as\n"
+	  "the kernel's sendmsg()), killable or uninterruptible,\n"
+	  "the per-call fix proposed instead of regions" },
+	{ "vers", "vers=3, proto=tcp, sec=sys",
+	  "the only ones there are; nfs(5)'s others that mean the\n"
+	  "same here are accepted (nfsvers=3, tcp, mountvers=3,\n"
+	  "noacl, nofsc, rdirplus, noresvport, [no]sharecache,\n"
+	  "namlen=), the rest refused saying why" },
+};
+
+const char *nc_opt_help_key(unsigned i)
+{
+	return i < ARRAY_SIZE(opt_helps) ? opt_helps[i].key : NULL;
+}
+
+int nc_opt_help(const char *key, const char **syntax, char *help, size_t len)
+{
+	const struct opt_help *h = NULL;
+	const struct opt_def *d = opt_find(key);
+	size_t pos = 0;
+
+	for (size_t i = 0; i < ARRAY_SIZE(opt_helps); i++)
+		if (strcmp(opt_helps[i].key, key) == 0)
+			h = &opt_helps[i];
+	if (!h || !len)
+		return -ENOENT;
+	help[0] = '\0';
+	for (const char *c = h->help; *c; c++) {
+		if (c[0] == '%' && (c[1] == 'd' || c[1] == 'r') && d &&
+		    d->kind == OPT_NUMBER) {
+			if (*++c == 'd')
+				append(help, len, &pos, "%u", d->def);
+			else
+				append(help, len, &pos, "%u to %u", d->min,
+				       d->max);
+		} else {
+			append(help, len, &pos, "%c", *c);
+		}
+	}
+	*syntax = h->syntax;
+	return (int)pos;
 }
 
 /*
@@ -407,23 +511,6 @@ int nc_opts_parse(struct nc_opts *o, const char *str,
 	return rc;
 }
 
-/* Appends to buf[*pos..len), which stays terminated when it is too short. */
-static void __attribute__((format(printf, 4, 5)))
-append(char *buf, size_t len, size_t *pos, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	if (*pos >= len)
-		return;
-	va_start(ap, fmt);
-	n = vsnprintf(buf + *pos, len - *pos, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return;
-	*pos = (size_t)n < len - *pos ? *pos + (size_t)n : len;
-}
-
 void nc_opts_format(const struct nc_opts *o, char *buf, size_t len)
 {
 	size_t pos = 0;
@@ -447,7 +534,7 @@ void nc_opts_format(const struct nc_opts *o, char *buf, size_t len)
 			break;
 		case OPT_NUMBER:
 			v = opt_get(o, d);
-			if (!d->omit || v != d->omit_value)
+			if (!d->omit || v != d->def)
 				append(buf, len, &pos, "%s%s=%u", sep, d->name,
 				       v);
 			break;

@@ -115,8 +115,8 @@ struct nc_opts {
 };
 
 /*
- * Defaults: hard, killable, timeo=600, retrans=2, slots=64, retry=2,
- * nconnect=1, policy=region, send=interruptible.
+ * Defaults: hard, killable, policy=region, send=interruptible, and each
+ * number's as --help says it (nc_opt_help(): timeo=600, retrans=2...).
  */
 void nc_opts_init(struct nc_opts *o);
 
@@ -137,6 +137,19 @@ int nc_opts_parse(struct nc_opts *o, const char *str,
 		  void *arg, char *err, size_t errlen);
 /* Writes the options back in nfs(5) form, e.g. "hard,timeo=600,...". */
 void nc_opts_format(const struct nc_opts *o, char *buf, size_t len);
+
+/*
+ * What --help says of netclient's options, from the table the parser
+ * uses (the daemon's help and intrfs-client's both print it): the row of
+ * key ("timeo", "hard", "policy"...), *syntax what to type and help what
+ * it does, lines split by '\n', each at most NC_OPT_HELP_WIDTH wide, the
+ * option's default and range in it.  Returns help's length, or -ENOENT
+ * for a key with no row.  nc_opt_help_key(i) is the i-th row's key in
+ * the order a help lists them, NULL past the last.
+ */
+#define NC_OPT_HELP_WIDTH 54
+int nc_opt_help(const char *key, const char **syntax, char *help, size_t len);
+const char *nc_opt_help_key(unsigned i);
 
 /* AUTH_SYS credentials; each call acts as the caller who made it. */
 #define NC_MAX_GROUPS 16

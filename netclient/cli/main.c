@@ -97,6 +97,39 @@ static const struct cli_cmd cmds[] = {
 
 #define NCMDS (ARRAY_SIZE(cmds))
 
+/*
+ * The options netclient takes, as its table says them (nc_opt_help()):
+ * one row each, the help at HELP_COLUMN; after a syntax wider than its
+ * column when the help's first line fits there, else under it.
+ */
+#define OPT_INDENT 5
+#define HELP_COLUMN 24
+#define HELP_WIDTH 79
+static void put_nc_options(FILE *f)
+{
+	const char *key, *syntax;
+	char help[512];
+
+	for (unsigned i = 0; (key = nc_opt_help_key(i)); i++) {
+		const char *h = help;
+		int col;
+
+		if (nc_opt_help(key, &syntax, help, sizeof(help)) <= 0)
+			continue;
+		col = fprintf(f, "%*s%s", OPT_INDENT, "", syntax);
+		if (col <= HELP_COLUMN - 2)
+			fprintf(f, "%*s", HELP_COLUMN - col, "");
+		else if (col + 2 + strcspn(help, "\n") <= HELP_WIDTH)
+			fprintf(f, "  ");
+		else
+			fprintf(f, "\n%*s", HELP_COLUMN, "");
+		for (const char *nl; (nl = strchr(h, '\n')); h = nl + 1)
+			fprintf(f, "%.*s\n%*s", (int)(nl - h), h, HELP_COLUMN,
+				"");
+		fprintf(f, "%s\n", h);
+	}
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -113,37 +146,11 @@ static void usage(FILE *f)
 			fprintf(f, "%.*s\n%*s", (int)(nl - h), h, col, "");
 		fprintf(f, "%s\n", h);
 	}
+	fprintf(f, "\noptions:\n"
+		   "  -o OPTIONS   comma-separated, as for the mount; may "
+		   "repeat:\n");
+	put_nc_options(f);
 	fprintf(f,
-		"\noptions:\n"
-		"  -o OPTIONS   comma-separated, as for the mount; may repeat\n"
-		"     hard|soft|softerr  retry forever (default), or fail with "
-		"EIO / ETIMEDOUT\n"
-		"                        after retrans retransmissions\n"
-		"     intr|killable|nointr  what may interrupt a reply wait "
-		"(default killable)\n"
-		"     timeo=N            deciseconds before the first "
-		"retransmission (600)\n"
-		"     retrans=N          retransmissions before a major "
-		"timeout (2)\n"
-		"     rsize=N, wsize=N   caps on READ/WRITE sizes (default: "
-		"the server's)\n"
-		"     port=N             NFS port (default: ask rpcbind)\n"
-		"     mountport=N        MOUNT port (default: ask rpcbind)\n"
-		"     nlmport=N          the lock manager's port (default: ask "
-		"rpcbind)\n"
-		"     retry=N            minutes a hard mount retries MNT (2)\n"
-		"     slots=N            calls in flight on each connection (64)\n"
-		"     nconnect=N         TCP connections to the server (1)\n"
-		"     policy=P           the task's region policy: region "
-		"(default), percall,\n"
-		"                        sigmask, or linux (percall with Linux's "
-		"own\n"
-		"                        per-call waits: killable whatever intr "
-		"or nointr say)\n"
-		"     send=MODE          the send's own waits: interruptible "
-		"(default),\n"
-		"                        killable or uninterruptible (the "
-		"per-call fix)\n"
 		"  -v           after the command, print on stderr the export, "
 		"rsize, wsize\n"
 		"               and the transport counters, one name=value a "
