@@ -146,12 +146,12 @@ static void remember(struct intrfs *fs, struct node *n,
 	pthread_mutex_unlock(&fs->nodes_lock);
 }
 
-int access_check(struct job *j, struct node *n, uint32_t want)
+int access_check(struct intrfs *fs, const struct nc_cred *cred, struct node *n,
+		 uint32_t want)
 {
-	struct intrfs *fs = j->fs;
 	uint32_t asked, granted = 0;
 	uint64_t gen, at;
-	enum cached known = access_cached(fs, n, &j->cred, want);
+	enum cached known = access_cached(fs, n, cred, want);
 	int r;
 
 	if (known != NOT_KNOWN)
@@ -162,10 +162,10 @@ int access_check(struct job *j, struct node *n, uint32_t want)
 	asked = bits_for(n->mode ? n->mode : n->type) | want;
 	pthread_mutex_unlock(&fs->nodes_lock);
 	at = region_now_ns();
-	r = nc_access(fs->nc, &j->cred, &n->fh, asked, &granted);
+	r = nc_access(fs->nc, cred, &n->fh, asked, &granted);
 	if (r)
 		return r;
-	remember(fs, n, &j->cred, asked, granted, gen, at);
+	remember(fs, n, cred, asked, granted, gen, at);
 	return (granted & want) == want ? 0 : -EACCES;
 }
 
@@ -186,11 +186,12 @@ static uint32_t access_bits(mode_t type, int mask)
 	return a;
 }
 
-int access_check_mask(struct job *j, struct node *n, int mask)
+int access_check_mask(struct intrfs *fs, const struct nc_cred *cred,
+		      struct node *n, int mask)
 {
 	uint32_t want = access_bits(n->type, mask);
 
-	return want ? access_check(j, n, want) : 0;
+	return want ? access_check(fs, cred, n, want) : 0;
 }
 
 void access_drop(struct node *n)

@@ -9,10 +9,12 @@
  * trimmer thread, down to IDLE_KEEP of them.  Smaller buffers are
  * malloc's.  Every buffer starts with a header that says which it is.
  *
+ * Each mount has its pool (struct bufpool in struct intrfs); a buffer's
+ * header names the pool it came from, so that buf_free() needs no more.
  * It never waits for a buffer: one is mapped when none is idle.  The free
- * list (newest first) and the trimmer's state are protected by pool_lock, a
- * leaf (taken under a node's wb.lock by buf_free()), never held across a
- * map or an unmap.
+ * list (newest first) and the trimmer's state are protected by the pool's
+ * lock, a leaf (taken under a node's wb.lock by buf_free()), never held
+ * across a map or an unmap.
  */
 #include "fusefs_i.h"
 
@@ -28,22 +30,14 @@
 
 struct buf_hdr {
 	struct buf_hdr *next; /* on the free list */
+	struct bufpool *pool;
 	size_t size; /* of the allocation, header included */
 	uint64_t idle_since; /* on the free list: when it got there */
 	bool slab;
 	/* The data follows, aligned as malloc aligns. */
 } __attribute__((aligned(16)));
 
-static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t pool_cond = PTHREAD_COND_INITIALIZER;
-static struct buf_hdr *idle; /* newest first; protected by pool_lock */
-static bool trimmer_stop; /* protected by pool_lock */
-static pthread_t trimmer;
-static bool trimmer_running;
-static _Atomic size_t busy_bytes;
-static _Atomic uint64_t busy_peak;
-
-void *buf_alloc(size_t len)
+void *buf_alloc(struct bufpool *bp, size_t len)
 {
 	struct buf_hdr *h = NULL;
 
@@ -54,12 +48,12 @@ void *buf_alloc(size_t len)
 		h->size = sizeof(*h) + len;
 		h->slab = false;
 	} else {
-		pthread_mutex_lock(&pool_lock);
-		if (idle) {
-			h = idle;
-			idle = h->next;
+		pthread_mutex_lock(&bp->lock);
+		if (bp->idle) {
+			h = bp->idle;
+			bp->idle = h->next;
 		}
-		pthread_mutex_unlock(&pool_lock);
+		pthread_mutex_unlock(&bp->lock);
 		if (!h) {
 			void *p = mmap(NULL, SLAB_SIZE, PROT_READ | PROT_WRITE,
 				       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -71,9 +65,10 @@ void *buf_alloc(size_t len)
 			h->slab = true;
 		}
 	}
+	h->pool = bp;
 	/* Relaxed: gauges for write-behind and stats, nothing orders on them. */
-	atomic_max_u64(&busy_peak,
-		       atomic_fetch_add_explicit(&busy_bytes, h->size,
+	atomic_max_u64(&bp->busy_peak,
+		       atomic_fetch_add_explicit(&bp->busy_bytes, h->size,
 						 memory_order_relaxed) +
 			       h->size);
 	return h + 1;
@@ -82,39 +77,43 @@ void *buf_alloc(size_t len)
 void buf_free(void *p)
 {
 	struct buf_hdr *h;
+	struct bufpool *bp;
 
 	if (!p)
 		return;
 	h = (struct buf_hdr *)p - 1;
-	atomic_fetch_sub_explicit(&busy_bytes, h->size, memory_order_relaxed);
+	bp = h->pool;
+	atomic_fetch_sub_explicit(&bp->busy_bytes, h->size,
+				  memory_order_relaxed);
 	if (!h->slab) {
 		free(h);
 		return;
 	}
 	h->idle_since = region_now_ns();
-	pthread_mutex_lock(&pool_lock);
-	h->next = idle;
-	idle = h;
-	pthread_mutex_unlock(&pool_lock);
+	pthread_mutex_lock(&bp->lock);
+	h->next = bp->idle;
+	bp->idle = h;
+	pthread_mutex_unlock(&bp->lock);
 }
 
-size_t buf_busy_bytes(void)
+size_t buf_busy_bytes(const struct bufpool *bp)
 {
-	return atomic_load_explicit(&busy_bytes, memory_order_relaxed);
+	return atomic_load_explicit(&bp->busy_bytes, memory_order_relaxed);
 }
 
-size_t buf_busy_peak(void)
+size_t buf_busy_peak(const struct bufpool *bp)
 {
-	return (size_t)atomic_load_explicit(&busy_peak, memory_order_relaxed);
+	return (size_t)atomic_load_explicit(&bp->busy_peak,
+					    memory_order_relaxed);
 }
 
 /* Unmaps the slabs idle too long, keeping the IDLE_KEEP newest. */
-static void trim(uint64_t older_than)
+static void trim(struct bufpool *bp, uint64_t older_than)
 {
-	struct buf_hdr **p = &idle, *gone = NULL;
+	struct buf_hdr **p = &bp->idle, *gone = NULL;
 	unsigned kept = 0;
 
-	pthread_mutex_lock(&pool_lock);
+	pthread_mutex_lock(&bp->lock);
 	while (*p) {
 		struct buf_hdr *h = *p;
 
@@ -127,7 +126,7 @@ static void trim(uint64_t older_than)
 		kept++;
 		p = &h->next;
 	}
-	pthread_mutex_unlock(&pool_lock);
+	pthread_mutex_unlock(&bp->lock);
 	while (gone) {
 		struct buf_hdr *next = gone->next;
 
@@ -138,48 +137,59 @@ static void trim(uint64_t older_than)
 
 static void *trimmer_main(void *arg)
 {
-	(void)arg;
-	pthread_mutex_lock(&pool_lock);
-	while (!trimmer_stop) {
+	struct bufpool *bp = arg;
+
+	pthread_mutex_lock(&bp->lock);
+	while (!bp->trimmer_stop) {
 		struct timespec ts;
 
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ts.tv_sec += 1;
-		pthread_cond_timedwait(&pool_cond, &pool_lock, &ts);
-		if (trimmer_stop)
+		pthread_cond_timedwait(&bp->cond, &bp->lock, &ts);
+		if (bp->trimmer_stop)
 			break;
-		pthread_mutex_unlock(&pool_lock);
-		trim(region_now_ns() - IDLE_NS);
-		pthread_mutex_lock(&pool_lock);
+		pthread_mutex_unlock(&bp->lock);
+		trim(bp, region_now_ns() - IDLE_NS);
+		pthread_mutex_lock(&bp->lock);
 	}
-	pthread_mutex_unlock(&pool_lock);
+	pthread_mutex_unlock(&bp->lock);
 	return NULL;
 }
 
-int bufpool_start(void)
+int bufpool_start(struct bufpool *bp)
 {
-	int rc = -pthread_create(&trimmer, NULL, trimmer_main, NULL);
+	int rc;
 
-	trimmer_running = rc == 0;
+	pthread_mutex_init(&bp->lock, NULL);
+	pthread_cond_init(&bp->cond, NULL);
+	bp->idle = NULL;
+	bp->trimmer_stop = false;
+	atomic_init(&bp->busy_bytes, 0);
+	atomic_init(&bp->busy_peak, 0);
+	rc = -pthread_create(&bp->trimmer, NULL, trimmer_main, bp);
+	bp->trimmer_running = rc == 0;
+	bp->ready = true;
 	return rc;
 }
 
-void bufpool_stop(void)
+void bufpool_stop(struct bufpool *bp)
 {
-	if (trimmer_running) {
-		pthread_mutex_lock(&pool_lock);
-		trimmer_stop = true;
-		pthread_cond_signal(&pool_cond);
-		pthread_mutex_unlock(&pool_lock);
-		pthread_join(trimmer, NULL);
-		trimmer_running = false;
+	if (!bp->ready)
+		return;
+	if (bp->trimmer_running) {
+		pthread_mutex_lock(&bp->lock);
+		bp->trimmer_stop = true;
+		pthread_cond_signal(&bp->cond);
+		pthread_mutex_unlock(&bp->lock);
+		pthread_join(bp->trimmer, NULL);
+		bp->trimmer_running = false;
 	}
-	pthread_mutex_lock(&pool_lock);
-	while (idle) {
-		struct buf_hdr *h = idle;
+	pthread_mutex_lock(&bp->lock);
+	while (bp->idle) {
+		struct buf_hdr *h = bp->idle;
 
-		idle = h->next;
+		bp->idle = h->next;
 		munmap(h, SLAB_SIZE);
 	}
-	pthread_mutex_unlock(&pool_lock);
+	pthread_mutex_unlock(&bp->lock);
 }

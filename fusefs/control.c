@@ -401,8 +401,8 @@ static void stats_out(struct intrfs *fs, FILE *f, bool table)
 		fprintf(f,
 			"  %-18s %12zu  bytes of I/O buffers in use\n"
 			"  %-18s %12zu  the most in use at once\n",
-			"io_buffers", buf_busy_bytes(), "io_buffers_peak",
-			buf_busy_peak());
+			"io_buffers", buf_busy_bytes(&fs->bufs),
+			"io_buffers_peak", buf_busy_peak(&fs->bufs));
 		fprintf(f,
 			"interrupts (every task of the daemon):\n"
 			"  %-18s %12" PRIu64 "\n  %-18s %12" PRIu64
@@ -454,7 +454,7 @@ static void stats_out(struct intrfs *fs, FILE *f, bool table)
 	FS_STATS_FIELDS(J_FS)
 #undef J_FS
 	fprintf(f, ",\"io_buffers\":%zu,\"io_buffers_peak\":%zu",
-		buf_busy_bytes(), buf_busy_peak());
+		buf_busy_bytes(&fs->bufs), buf_busy_peak(&fs->bufs));
 	fprintf(f,
 		"},\"interrupts\":{\"raised\":%" PRIu64
 		",\"delivered\":%" PRIu64 ",\"deferred\":%" PRIu64
@@ -550,14 +550,14 @@ static int policy_set(struct intrfs *fs, const char *name, FILE *f, bool table)
 				      memory_order_relaxed);
 		nc_client_set_intr_mode(fs->nc, NC_KILLABLE);
 		nc_client_set_send_mode(fs->nc, TASK_KILLABLE);
-		wb_set_wait_mode(TASK_UNINTERRUPTIBLE);
+		wb_set_wait_mode(fs, TASK_UNINTERRUPTIBLE);
 	} else if (!linux_now && linux_was) {
 		atomic_store_explicit(&fs->req_mode,
 				      (unsigned)c->mode_before_linux,
 				      memory_order_relaxed);
 		nc_client_set_intr_mode(fs->nc, c->mode_before_linux);
 		nc_client_set_send_mode(fs->nc, c->send_before_linux);
-		wb_set_wait_mode(TASK_INTERRUPTIBLE);
+		wb_set_wait_mode(fs, TASK_INTERRUPTIBLE);
 	}
 	/* relaxed: a request made just after may still get the old one. */
 	atomic_store_explicit(&fs->req_policy, (unsigned)p,

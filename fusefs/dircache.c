@@ -113,9 +113,10 @@ static int collect(void *arg, const char *name, uint64_t fileid,
 }
 
 /* Reads the whole directory once per pass (offset 0).  d->lock held. */
-static int dir_load(struct job *j, struct dirhandle *d, bool plus)
+static int dir_load(const struct actor *a, struct dirhandle *d,
+		    const struct dir_ask *q, bool plus)
 {
-	struct node *dir = node_of(j->fs, j->ino);
+	struct node *dir = node_of(a->fs, q->ino);
 	unsigned char verf[8] = { 0 };
 	uint64_t cookie = 0;
 	bool eof = false;
@@ -123,26 +124,27 @@ static int dir_load(struct job *j, struct dirhandle *d, bool plus)
 
 	dir_clear(d);
 	/* Entries from this pass are as old as its start (unsure.c). */
-	d->unsure_gen = j->unsure_gen;
-	FS_REGION_BEGIN(j, "readdir: READDIRPLUS calls");
+	d->unsure_gen = q->unsure_gen;
+	FS_REGION_BEGIN(a, "readdir: READDIRPLUS calls");
 	while (!eof && rc == 0) {
 		size_t before = d->n;
 
-		rc = nc_readdir(j->fs->nc, &j->cred, &dir->fh, cookie, verf,
+		rc = nc_readdir(a->fs->nc, a->cred, &dir->fh, cookie, verf,
 				plus, collect, d, &eof);
 		if (rc == 0 && d->n == before && !eof)
 			rc = -EIO; /* no progress and no end: a bad server */
 		if (rc == 0 && d->n > before)
 			cookie = d->ents[d->n - 1].cookie;
 	}
-	FS_REGION_END(j);
+	FS_REGION_END(a);
 	d->loaded = rc == 0;
 	return rc;
 }
 
 /* One readdirplus entry: a node for each but . and .., counted once. */
-static size_t add_plus(struct job *j, struct dirent_copy *c, uint64_t gen,
-		       char *buf, size_t left, off_t next, int *rc)
+static size_t add_plus(struct intrfs *fs, const struct dir_ask *q,
+		       struct dirent_copy *c, uint64_t gen, char *buf,
+		       size_t left, off_t next, int *rc)
 {
 	struct fuse_entry_param e = { 0 };
 	bool dot = strcmp(c->name, ".") == 0 || strcmp(c->name, "..") == 0;
@@ -150,47 +152,47 @@ static size_t add_plus(struct job *j, struct dirent_copy *c, uint64_t gen,
 
 	e.attr.st_ino = c->fileid;
 	if (c->has_entry && !dot) {
-		*rc = node_entry(j->fs, node_of(j->fs, j->ino), c->name, &c->e,
-				 &e);
+		*rc = node_entry(fs, node_of(fs, q->ino), c->name, &c->e, &e);
 		if (*rc)
 			return 0;
-		if (unsure_name(j->fs, j->ino, c->name, 0, gen))
+		if (unsure_name(fs, q->ino, c->name, 0, gen))
 			e.entry_timeout = 0;
 		/*
 		 * The size may not have the writes on their way: the entry
 		 * goes without attributes (nodeid 0), and the kernel asks
 		 * later.
 		 */
-		if (wb_writes_on_way(node_of(j->fs, e.ino))) {
-			node_forget(j->fs, e.ino, 1);
+		if (wb_writes_on_way(node_of(fs, e.ino))) {
+			node_forget(fs, e.ino, 1);
 			e.ino = 0;
 			e.attr.st_mode = c->e.attr.mode & S_IFMT;
 		}
 	} else if (c->has_entry) {
 		e.attr.st_mode = c->e.attr.mode & S_IFMT;
 	}
-	need = fuse_add_direntry_plus(j->req, buf, left, c->name, &e, next);
+	need = fuse_add_direntry_plus(q->req, buf, left, c->name, &e, next);
 	if (need > left && e.ino)
-		node_forget(j->fs, e.ino, 1);
+		node_forget(fs, e.ino, 1);
 	return need;
 }
 
-/* Fills j->buf from the copy, from entry j->off on.  d->lock held. */
-static int fill(struct job *j, struct dirhandle *d, bool plus)
+/* Fills q->buf from the copy, from entry q->off on.  d->lock held. */
+static int fill(struct intrfs *fs, struct dirhandle *d, struct dir_ask *q,
+		bool plus)
 {
 	size_t len = 0;
 	int rc = 0;
 
-	j->buf = buf_alloc(j->size);
-	if (!j->buf)
+	q->buf = buf_alloc(&fs->bufs, q->size);
+	if (!q->buf)
 		return -ENOMEM;
-	for (size_t i = (size_t)j->off; i < d->n; i++) {
+	for (size_t i = (size_t)q->off; i < d->n; i++) {
 		struct dirent_copy *c = &d->ents[i];
-		size_t need, left = j->size - len;
+		size_t need, left = q->size - len;
 
 		if (plus) {
-			need = add_plus(j, c, d->unsure_gen, j->buf + len, left,
-					(off_t)i + 1, &rc);
+			need = add_plus(fs, q, c, d->unsure_gen, q->buf + len,
+					left, (off_t)i + 1, &rc);
 			if (rc)
 				return rc;
 		} else {
@@ -198,28 +200,29 @@ static int fill(struct job *j, struct dirhandle *d, bool plus)
 
 			st.st_ino = c->fileid;
 			st.st_mode = c->has_entry ? c->e.attr.mode & S_IFMT : 0;
-			need = fuse_add_direntry(j->req, j->buf + len, left,
+			need = fuse_add_direntry(q->req, q->buf + len, left,
 						 c->name, &st, (off_t)i + 1);
 		}
 		if (need > left)
 			break;
 		len += need;
 	}
-	j->out_len = len;
+	q->len = len;
 	return 0;
 }
 
-int dir_read(struct job *j, struct dirhandle *d, bool plus)
+int dir_read(const struct actor *a, struct dirhandle *d, struct dir_ask *q,
+	     bool plus)
 {
 	int rc = region_task_mutex_lock(&d->lock, TASK_INTERRUPTIBLE,
 					TASK_FOREVER);
 
 	if (rc)
 		return rc;
-	if (j->off == 0 || !d->loaded)
-		rc = dir_load(j, d, plus);
+	if (q->off == 0 || !d->loaded)
+		rc = dir_load(a, d, q, plus);
 	if (rc == 0)
-		rc = fill(j, d, plus);
+		rc = fill(a->fs, d, q, plus);
 	region_task_mutex_unlock(&d->lock);
 	return rc;
 }

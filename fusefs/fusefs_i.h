@@ -424,6 +424,22 @@ static inline void fs_count(_Atomic uint64_t *counter)
 	atomic_fetch_add_explicit(&(fs)->iostats.bytes[NFSB_##name], (n), \
 				  memory_order_relaxed)
 
+/*
+ * A mount's I/O buffers (bufpool.c): the idle slabs, newest first, and the
+ * trimmer's state, protected by lock (a leaf); the gauges relaxed.
+ */
+struct bufpool {
+	pthread_mutex_t lock;
+	pthread_cond_t cond; /* wakes the trimmer to stop */
+	struct buf_hdr *idle;
+	bool trimmer_stop;
+	bool trimmer_running;
+	bool ready; /* bufpool_start() ran */
+	pthread_t trimmer;
+	_Atomic size_t busy_bytes;
+	_Atomic uint64_t busy_peak;
+};
+
 struct intrfs {
 	/* Set before the session starts, read-only after: no lock. */
 	char *source; /* SERVER:/PATH */
@@ -453,6 +469,7 @@ struct intrfs {
 	struct lock_state locks;
 	struct callers_state callers;
 	struct fs_stats stats;
+	struct bufpool bufs;
 	struct nfs_iostats iostats; /* mountstats.c */
 	uint64_t mounted_ns; /* region_now_ns() at mount: mountstats' age */
 	struct ctl_state ctl;
@@ -466,6 +483,12 @@ struct intrfs {
 	_Atomic bool req_linux;
 	/* The same for the mount's mode (enum nc_intr_mode). */
 	_Atomic unsigned req_mode;
+	/*
+	 * The mode (enum task_mode) of write-behind's waits for writes on
+	 * their way, and of a write's wait for room (writeback.c,
+	 * wb_set_wait_mode()): set with the policy, read relaxed.
+	 */
+	_Atomic unsigned wb_mode, wb_room_mode;
 };
 
 struct job;
@@ -564,10 +587,26 @@ struct job {
 };
 
 /*
+ * Whom the server calls of the modules under ops.c (access, dircache,
+ * silly, writeback) act for: the mount, the caller's credentials, and the
+ * mount mode its region takes.  They take this and the node, never the
+ * request; JOB_ACTOR() makes one from a request.
+ */
+struct actor {
+	struct intrfs *fs;
+	const struct nc_cred *cred;
+	enum nc_intr_mode intr_mode; /* the mount's, when the request came */
+};
+
+/* The actor of request j, for the call it is an argument of. */
+#define JOB_ACTOR(j) \
+	(&(const struct actor){ (j)->fs, &(j)->cred, (j)->intr_mode })
+
+/*
  * The mount mode's region around work on one request: killable (the
  * default), uninterruptible (nointr) or none (intr), as the mode was when
- * the request came (j->intr_mode).  A macro, so that each use is its own call
- * site with its own reason.
+ * the request came (j->intr_mode, or an actor's).  A macro, so that each
+ * use is its own call site with its own reason.
  */
 #define FS_REGION_BEGIN(j, why) NC_MODE_REGION_BEGIN((j)->intr_mode, why)
 #define FS_REGION_END(j) NC_MODE_REGION_END((j)->intr_mode)
@@ -663,12 +702,14 @@ int node_entry(struct intrfs *fs, struct node *parent, const char *name,
 
 /* access.c: the access cache and entry timeouts */
 /*
- * Whether j's caller may do want (NC_ACCESS_* bits) to n: 0, -EACCES, or
+ * Whether cred may do want (NC_ACCESS_* bits) to n on fs: 0, -EACCES, or
  * the error of the ACCESS call that had to be made.
  */
-int access_check(struct job *j, struct node *n, uint32_t want);
+int access_check(struct intrfs *fs, const struct nc_cred *cred, struct node *n,
+		 uint32_t want);
 /* access_check() for an access(2) mask (R_OK, W_OK, X_OK). */
-int access_check_mask(struct job *j, struct node *n, int mask);
+int access_check_mask(struct intrfs *fs, const struct nc_cred *cred,
+		      struct node *n, int mask);
 void access_drop(struct node *n);
 /* How long the kernel may keep an entry under parent (seconds). */
 double entry_timeout(struct intrfs *fs, struct node *parent, const char *name,
@@ -694,25 +735,37 @@ int killpriv_after_truncate(struct job *j, struct node *n, struct nc_attr *a);
 
 /* writeback.c: write-behind */
 void wb_node_init(struct wb_node *w);
-/* The mode of write-behind's waits (policy=linux: uninterruptible). */
-void wb_set_wait_mode(enum task_mode m);
+/* The mode of fs's write-behind waits (policy=linux: uninterruptible). */
+void wb_set_wait_mode(struct intrfs *fs, enum task_mode m);
 /* Frees what w keeps, logging the bytes never committed. */
 void wb_node_destroy(struct wb_node *w, uint64_t fileid);
 /*
  * A write's data, copied on the session thread (the request's buffer is
- * reused); a buffer for j->buf, which wb_write() takes.  NULL: no memory.
+ * reused); a buffer for struct wb_write's data.  NULL: no memory.
  */
-void *wb_extent_new(uint64_t off, const void *data, size_t len);
+void *wb_extent_new(struct bufpool *bp, uint64_t off, const void *data,
+		    size_t len);
+/* One write request as write-behind takes it. */
+struct wb_write {
+	void *data; /* from wb_extent_new(); wb_write() takes it, and NULLs it */
+	int flags; /* the open's: O_DIRECT and O_APPEND are answered late */
+	/* Answers the request early, once its WRITEs have left. */
+	struct nc_sent_notify answer;
+	/* Whether it was answered (early) when the WRITE's reply came. */
+	const bool *answered;
+};
 /*
- * Writes j->buf (from wb_extent_new()) to n: answers the request once its
- * WRITEs have left, unless O_DIRECT, and keeps the data until committed.
+ * Writes w->data to n for a: answers the request once its WRITEs have
+ * left (w->answer), unless O_DIRECT or O_APPEND, and keeps the data until
+ * committed.
  */
-int wb_write(struct job *j, struct node *n);
+int wb_write(const struct actor *a, struct node *n, struct wb_write *w);
 /*
  * Waits until no write to [off, off+len) is on its way (len 0: none to
- * the file at all).  Interruptible: the region decides.
+ * the file at all), in fs's write-behind wait mode (the region decides).
  */
-int wb_wait_sent(struct node *n, uint64_t off, size_t len);
+int wb_wait_sent(const struct intrfs *fs, struct node *n, uint64_t off,
+		 size_t len);
 /* Whether writes to n are on their way now. */
 bool wb_writes_on_way(struct node *n);
 /* Whether a flush of n has nothing to do; without a lock or a wait. */
@@ -721,14 +774,14 @@ bool wb_nothing_to_sync(struct node *n);
  * SETATTR sa, with a new size, of n: after the writes on their way, with
  * no COMMIT meanwhile, dropping what is kept past the new size.
  */
-int wb_truncate(struct job *j, struct node *n, const struct nc_sattr *sa,
-		struct nc_attr *a);
+int wb_truncate(const struct actor *a, struct node *n,
+		const struct nc_sattr *sa, struct nc_attr *attr);
 /*
  * flush and fsync: every write job done with n, what they wrote
  * committed, and the error of a write that failed after its answer
  * reported once.
  */
-int wb_sync(struct job *j, struct node *n);
+int wb_sync(const struct actor *a, struct node *n);
 
 /* dircache.c: what an open directory read, for readdir(plus) */
 struct dirhandle;
@@ -736,8 +789,19 @@ struct dirhandle;
 struct dirhandle *dir_open(void);
 void dir_hold(struct dirhandle *d);
 void dir_put(struct dirhandle *d);
-/* Fills j->buf and j->out_len from entry j->off on, reading if need be. */
-int dir_read(struct job *j, struct dirhandle *d, bool plus);
+/* What a readdir(plus) asks of an open directory, and its answer. */
+struct dir_ask {
+	fuse_req_t req; /* whose session encodes the entries */
+	fuse_ino_t ino; /* the directory */
+	uint64_t unsure_gen; /* unsure_gen() when the request came */
+	off_t off; /* the entry to start from */
+	size_t size; /* the answer's most bytes */
+	char *buf; /* out: the entries (buf_alloc()), the caller's to free */
+	size_t len; /* out: their bytes */
+};
+/* Fills q->buf and q->len from entry q->off on, reading if need be. */
+int dir_read(const struct actor *a, struct dirhandle *d, struct dir_ask *q,
+	     bool plus);
 
 /* notify.c: kernel entries invalidated from the notifier thread */
 int notify_start(struct intrfs *fs);
@@ -807,16 +871,16 @@ int journal_key(struct intrfs *fs, char *out, size_t len);
  * REMOVE name in dir, or, when it is a file still open here, RENAME it to
  * a hidden .nfsXXXXXXXXXXXXXXXXXXXXXXXX name that the last close removes.
  */
-int silly_unlink(struct job *j, struct node *dir, const char *name);
+int silly_unlink(const struct actor *a, struct node *dir, const char *name);
 /*
  * Before a rename onto to_dir/to_name: when that name is a file still
  * open here (and not the file being renamed), moves it to a hidden name.
  */
-int silly_rename_target(struct job *j, struct node *from_dir,
+int silly_rename_target(const struct actor *a, struct node *from_dir,
 			const char *from_name, struct node *to_dir,
 			const char *to_name);
 /* The last close of a silly-renamed file: REMOVE its hidden name. */
-void silly_remove(struct job *j, struct node *n, char *name);
+void silly_remove(struct intrfs *fs, struct node *n, char *name);
 /*
  * At mount, in the mount's task: removes the hidden names a daemon that
  * died left behind, and logs what it could not.
@@ -898,16 +962,25 @@ bool caller_site(const struct region_site *site);
 void mountstats_out(struct intrfs *fs, FILE *f);
 
 /* bufpool.c: I/O buffers, reused */
-/* len bytes (a write's extent, a read's data); free with buf_free(). */
-void *buf_alloc(size_t len);
+/*
+ * len bytes (a write's extent, a read's data) from bp; free with
+ * buf_free().  NULL: no memory.
+ */
+void *buf_alloc(struct bufpool *bp, size_t len);
+/* Gives p back to the pool it came from; p may be NULL. */
 void buf_free(void *p);
-/* Bytes of buffers in use now, headers included. */
-size_t buf_busy_bytes(void);
+/* Bytes of bp's buffers in use now, headers included. */
+size_t buf_busy_bytes(const struct bufpool *bp);
 /* The most buf_busy_bytes() has been. */
-size_t buf_busy_peak(void);
-/* The trimmer thread, which unmaps what stays idle. */
-int bufpool_start(void);
-void bufpool_stop(void);
+size_t buf_busy_peak(const struct bufpool *bp);
+/*
+ * Makes bp ready and starts its trimmer thread, which unmaps what stays
+ * idle: 0, or -errno.  bufpool_stop() ends it and unmaps every idle slab
+ * (nothing when bufpool_start() never ran); buffers still in use stay
+ * mapped until buf_free(), which must not come after it.
+ */
+int bufpool_start(struct bufpool *bp);
+void bufpool_stop(struct bufpool *bp);
 
 /* locks.c: file locks over the server's lock manager (NLM) */
 /*

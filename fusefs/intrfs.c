@@ -446,8 +446,8 @@ static int run(struct intrfs *fs, const struct cmdline *cl,
 	/* policy=linux overrode send=: leaving it goes back to the default. */
 	fs->ctl.send_before_linux = fs->nco.linux_waits ? TASK_INTERRUPTIBLE :
 							  fs->nco.send_mode;
-	if (fs->nco.linux_waits)
-		wb_set_wait_mode(TASK_UNINTERRUPTIBLE);
+	wb_set_wait_mode(fs, fs->nco.linux_waits ? TASK_UNINTERRUPTIBLE :
+						   TASK_INTERRUPTIBLE);
 	atomic_init(&fs->req_mode, (unsigned)fs->nco.intr_mode);
 	fs->se = fuse_session_new(&args, &intrfs_ops, sizeof(intrfs_ops), fs);
 	if (!fs->se) {
@@ -469,7 +469,7 @@ static int run(struct intrfs *fs, const struct cmdline *cl,
 		rc = -EIO;
 		goto out_signals;
 	}
-	rc = bufpool_start();
+	rc = bufpool_start(&fs->bufs);
 	if (rc == 0)
 		rc = callers_start(fs);
 	if (rc == 0)
@@ -632,6 +632,6 @@ int main(int argc, char **argv)
 	free(fs.mountpoint);
 	free(fs.o.logfile);
 	free(fs.o.trace);
-	bufpool_stop();
+	bufpool_stop(&fs.bufs);
 	return rc ? 1 : 0;
 }

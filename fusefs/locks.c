@@ -444,7 +444,7 @@ static int set_lock(struct job *j, struct node *n, struct lk_owner *o,
 	int rc;
 
 	/* As Linux: what was written before the lock is the server's. */
-	rc = wb_wait_sent(n, 0, 0);
+	rc = wb_wait_sent(j->fs, n, 0, 0);
 	if (rc)
 		return rc;
 	rc = lock_call(j, n, &lk, wait, &got, &left);
@@ -566,7 +566,7 @@ static int lock_request(struct job *j, bool flock, pid_t pid, int type,
 		return -ENOLCK;
 	if (type == F_UNLCK) {
 		/* As Linux's do_unlk(): what was written goes first. */
-		rc = wb_wait_sent(n, 0, 0);
+		rc = wb_wait_sent(j->fs, n, 0, 0);
 		if (rc == 0)
 			lk_release(j->fs, n, o, off, len, &j->cred, true);
 	} else {

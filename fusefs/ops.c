@@ -70,7 +70,7 @@ static int job_entry(struct job *j, struct node *parent, const char *name,
 		j->entry.entry_timeout = 0;
 	if (rc || !wb_writes_on_way(n = node_of(j->fs, j->entry.ino)))
 		return rc;
-	rc = wb_wait_sent(n, 0, 0);
+	rc = wb_wait_sent(j->fs, n, 0, 0);
 	if (rc == 0)
 		rc = nc_getattr(j->fs->nc, &j->cred, &e->fh, &a);
 	if (rc == 0)
@@ -303,7 +303,7 @@ static int run_getattr(struct job *j)
 {
 	struct node *n = node_of(j->fs, j->ino);
 	struct nc_attr a;
-	int rc = wb_wait_sent(n, 0, 0);
+	int rc = wb_wait_sent(j->fs, n, 0, 0);
 
 	if (rc == 0)
 		rc = nc_getattr(j->fs->nc, &j->cred, &n->fh, &a);
@@ -372,12 +372,13 @@ static int run_setattr(struct job *j)
 		/* The writer's part as the writer, the kernel's as us. */
 		mode_t mode = sa.mode;
 
-		rc = access_check(j, n, NC_ACCESS_MODIFY);
+		rc = access_check(j->fs, &j->cred, n, NC_ACCESS_MODIFY);
 		if (rc)
 			return rc == -EACCES ? -EPERM : rc;
 		sa.set &= ~(unsigned)NC_SET_MODE;
 		FS_REGION_BEGIN(j, "setattr: then clear setuid/setgid");
-		rc = sa.set & NC_SET_SIZE ? wb_truncate(j, n, &sa, &a) :
+		rc = sa.set & NC_SET_SIZE ?
+			     wb_truncate(JOB_ACTOR(j), n, &sa, &a) :
 		     sa.set ? nc_setattr(j->fs->nc, &j->cred, &n->fh, &sa, &a) :
 			      0;
 		if (rc == 0)
@@ -391,14 +392,14 @@ static int run_setattr(struct job *j)
 		 * whose open checked it.
 		 */
 		if (!j->has_fi) {
-			rc = access_check(j, n, NC_ACCESS_MODIFY);
+			rc = access_check(j->fs, &j->cred, n, NC_ACCESS_MODIFY);
 			if (rc)
 				return rc;
 		}
-		rc = wb_truncate(j, n, &sa, &a);
+		rc = wb_truncate(JOB_ACTOR(j), n, &sa, &a);
 	} else {
 		/* The attributes it returns include the size. */
-		rc = wb_wait_sent(n, 0, 0);
+		rc = wb_wait_sent(j->fs, n, 0, 0);
 		if (rc == 0)
 			rc = nc_setattr(j->fs->nc, &j->cred, &n->fh, &sa, &a);
 	}
@@ -428,7 +429,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 
 static int run_readlink(struct job *j)
 {
-	j->buf = buf_alloc(PATH_MAX + 1);
+	j->buf = buf_alloc(&j->fs->bufs, PATH_MAX + 1);
 	if (!j->buf)
 		return -ENOMEM;
 	return nc_readlink(j->fs->nc, &j->cred, fh_of(j, j->ino), j->buf,
@@ -593,7 +594,7 @@ static void open_refused(struct job *j, struct node *n)
 
 	if (silly) {
 		region_task_enter(j->task);
-		silly_remove(j, n, silly);
+		silly_remove(j->fs, n, silly);
 		region_task_leave(j->task);
 	}
 	node_unpin(j->fs, n);
@@ -630,7 +631,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 
 static int run_unlink(struct job *j)
 {
-	return silly_unlink(j, node_of(j->fs, j->ino), j->name);
+	return silly_unlink(JOB_ACTOR(j), node_of(j->fs, j->ino), j->name);
 }
 
 static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -676,8 +677,9 @@ static int run_rename(struct job *j)
 		rc = rc == 0 ? -EEXIST : rc == -ENOENT ? 0 : rc;
 	} else {
 		/* A target still open here keeps its data under a hidden name. */
-		rc = silly_rename_target(j, node_of(j->fs, j->ino), j->name,
-					 node_of(j->fs, j->ino2), j->name2);
+		rc = silly_rename_target(JOB_ACTOR(j), node_of(j->fs, j->ino),
+					 j->name, node_of(j->fs, j->ino2),
+					 j->name2);
 	}
 	if (rc == 0)
 		rc = nc_rename(j->fs->nc, &j->cred, fh_of(j, j->ino), j->name,
@@ -748,7 +750,7 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 static int open_revalidate(struct job *j, struct node *n)
 {
 	struct nc_attr a;
-	int rc = wb_wait_sent(n, 0, 0);
+	int rc = wb_wait_sent(j->fs, n, 0, 0);
 
 	if (rc == 0)
 		rc = nc_getattr(j->fs->nc, &j->cred, &n->fh, &a);
@@ -779,7 +781,7 @@ static int run_open(struct job *j)
 	if (j->fi.flags & O_TRUNC)
 		mask |= W_OK;
 	/* As Linux's NFS client does at open: the access cache, or ACCESS. */
-	rc = access_check_mask(j, n, mask);
+	rc = access_check_mask(j->fs, &j->cred, n, mask);
 	if (rc)
 		return rc;
 	if ((j->fi.flags & O_TRUNC) && S_ISREG(n->type)) {
@@ -792,7 +794,7 @@ static int run_open(struct job *j)
 		struct stat st;
 
 		FS_REGION_BEGIN(j, "open: truncate (O_TRUNC)");
-		rc = wb_truncate(j, n, &sa, &a);
+		rc = wb_truncate(JOB_ACTOR(j), n, &sa, &a);
 		/*
 		 * A truncate by another than the owner clears setuid and
 		 * setgid; the kernel drops that on an atomic O_TRUNC open.
@@ -848,7 +850,7 @@ static int run_read(struct job *j)
 	int rc;
 
 	/* What was written there has been answered: it must be read back. */
-	rc = wb_wait_sent(node_of(j->fs, j->ino), (uint64_t)j->off,
+	rc = wb_wait_sent(j->fs, node_of(j->fs, j->ino), (uint64_t)j->off,
 			  j->size ? j->size : 1);
 	if (rc)
 		return rc;
@@ -866,7 +868,7 @@ static int run_read(struct job *j)
 		nfs_event(j->fs, SHORTREAD);
 		nc_rbuf_release(&j->rbuf);
 	}
-	j->buf = buf_alloc(j->size ? j->size : 1);
+	j->buf = buf_alloc(&j->fs->bufs, j->size ? j->size : 1);
 	if (!j->buf)
 		return -ENOMEM;
 	rc = nc_pread(j->fs->nc, &j->cred, fh_of(j, j->ino), (uint64_t)j->off,
@@ -901,9 +903,20 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 
 /* write, flush, fsync, release: write-behind (writeback.c) */
 
+static void write_answer(void *arg)
+{
+	job_reply_early(arg);
+}
+
 static int run_write(struct job *j)
 {
-	return wb_write(j, node_of(j->fs, j->ino));
+	struct wb_write w = {
+		j->buf, j->fi.flags, { write_answer, j }, &j->replied
+	};
+	int rc = wb_write(JOB_ACTOR(j), node_of(j->fs, j->ino), &w);
+
+	j->buf = w.data; /* NULL once write-behind took it */
+	return rc;
 }
 
 static void reply_write(struct job *j)
@@ -929,7 +942,7 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 	j->off = off;
 	copy_fi(j, fi);
 	/* The request buffer is reused once this handler returns. */
-	j->buf = wb_extent_new((uint64_t)off, buf, size);
+	j->buf = wb_extent_new(&j->fs->bufs, (uint64_t)off, buf, size);
 	/*
 	 * A worker's: write-behind answers it early and it goes on, so a
 	 * session thread that ran it would hold its own 1 MiB buffer
@@ -956,7 +969,7 @@ static bool nothing_to_sync(fuse_req_t req, fuse_ino_t ino)
  */
 static int run_sync(struct job *j)
 {
-	return wb_sync(j, node_of(j->fs, j->ino));
+	return wb_sync(JOB_ACTOR(j), node_of(j->fs, j->ino));
 }
 
 /*
@@ -967,7 +980,7 @@ static int run_sync(struct job *j)
 static int run_flush(struct job *j)
 {
 	struct node *n = node_of(j->fs, j->ino);
-	int rc = wb_sync(j, n);
+	int rc = wb_sync(JOB_ACTOR(j), n);
 
 	locks_close(j, n, j->fi.lock_owner, false);
 	return rc;
@@ -1009,7 +1022,7 @@ static int run_release(struct job *j)
 {
 	struct node *n = node_of(j->fs, j->ino);
 	/* flush came first; this catches writes from mmap and the like. */
-	int rc = wb_sync(j, n);
+	int rc = wb_sync(JOB_ACTOR(j), n);
 
 	if (rc && rc != -EINTR)
 		fprintf(stderr, "intrfs: commit at release failed: %s\n",
@@ -1022,7 +1035,7 @@ static int run_release(struct job *j)
 		    j->flags != 0);
 	if (j->name) {
 		/* The last close of a file unlinked while open. */
-		silly_remove(j, n, j->name);
+		silly_remove(j->fs, n, j->name);
 		j->name = NULL;
 	}
 	node_unpin(j->fs, n);
@@ -1071,20 +1084,26 @@ static struct dirhandle *dir_of(const struct fuse_file_info *fi)
 	return (struct dirhandle *)(uintptr_t)fi->fh;
 }
 
-static int run_readdir(struct job *j)
+static int run_dir(struct job *j, bool plus)
 {
-	int rc = dir_read(j, dir_of(&j->fi), false);
+	struct dir_ask q = { j->req, j->ino, j->unsure_gen, j->off, j->size,
+			     NULL,   0 };
+	int rc = dir_read(JOB_ACTOR(j), dir_of(&j->fi), &q, plus);
 
+	j->buf = q.buf; /* freed with the job, on failure too */
+	j->out_len = q.len;
 	dir_put(dir_of(&j->fi));
 	return rc;
 }
 
+static int run_readdir(struct job *j)
+{
+	return run_dir(j, false);
+}
+
 static int run_readdirplus(struct job *j)
 {
-	int rc = dir_read(j, dir_of(&j->fi), true);
-
-	dir_put(dir_of(&j->fi));
-	return rc;
+	return run_dir(j, true);
 }
 
 static void readdir_submit(fuse_req_t req, const char *op, job_run_fn run,
@@ -1133,7 +1152,7 @@ static int run_opendir(struct job *j)
 	struct node *n = node_of(j->fs, j->ino);
 	struct dirhandle *d;
 	struct nc_attr a;
-	int rc = access_check(j, n, NC_ACCESS_READ);
+	int rc = access_check(j->fs, &j->cred, n, NC_ACCESS_READ);
 
 	if (rc)
 		return rc;
@@ -1224,7 +1243,8 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 
 static int run_access(struct job *j)
 {
-	return access_check_mask(j, node_of(j->fs, j->ino), j->flags);
+	return access_check_mask(j->fs, &j->cred, node_of(j->fs, j->ino),
+				 j->flags);
 }
 
 static void op_access(fuse_req_t req, fuse_ino_t ino, int mask)

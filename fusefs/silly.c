@@ -172,10 +172,10 @@ static bool is_regular_open(const struct node *n)
  * Renames name in dir to a new hidden name for n.  When the last close
  * came meanwhile, removes the hidden name at once.
  */
-static int silly_move(struct job *j, struct node *dir, const char *name,
+static int silly_move(const struct actor *a, struct node *dir, const char *name,
 		      struct node *n)
 {
-	struct intrfs *fs = j->fs;
+	struct intrfs *fs = a->fs;
 	char sname[SILLY_NAME_MAX];
 	bool closed;
 	int rc = -EBUSY;
@@ -188,14 +188,14 @@ static int silly_move(struct job *j, struct node *dir, const char *name,
 		snprintf(sname, sizeof(sname), ".nfs%016" PRIx64 "%08x",
 			 n->fileid, seq);
 		/* RENAME replaces what is there: the name must be free. */
-		rc = nc_lookup(fs->nc, &j->cred, &dir->fh, sname, NULL);
+		rc = nc_lookup(fs->nc, a->cred, &dir->fh, sname, NULL);
 		if (rc == 0) {
 			rc = -EBUSY;
 			continue;
 		}
 		if (rc != -ENOENT)
 			return rc;
-		rc = nc_rename(fs->nc, &j->cred, &dir->fh, name, &dir->fh,
+		rc = nc_rename(fs->nc, a->cred, &dir->fh, name, &dir->fh,
 			       sname);
 		break;
 	}
@@ -208,21 +208,21 @@ static int silly_move(struct job *j, struct node *dir, const char *name,
 		free(n->silly_name);
 		n->silly_name = strdup(sname);
 		n->silly_dir = dir->fh;
-		n->silly_cred = j->cred;
+		n->silly_cred = *a->cred;
 	}
 	pthread_mutex_unlock(&fs->nodes_lock);
 	if (closed) {
 		/* Closed while we renamed it: nobody will remove it now. */
-		rc = nc_remove(fs->nc, &j->cred, &dir->fh, sname);
+		rc = nc_remove(fs->nc, a->cred, &dir->fh, sname);
 		return rc == -ENOENT ? 0 : rc;
 	}
-	journal_note(fs, &j->cred, &dir->fh, sname, true);
+	journal_note(fs, a->cred, &dir->fh, sname, true);
 	return 0;
 }
 
-int silly_unlink(struct job *j, struct node *dir, const char *name)
+int silly_unlink(const struct actor *a, struct node *dir, const char *name)
 {
-	struct intrfs *fs = j->fs;
+	struct intrfs *fs = a->fs;
 	struct node *n = NULL;
 	struct nc_entry e;
 	bool open = false, busy = false;
@@ -230,9 +230,9 @@ int silly_unlink(struct job *j, struct node *dir, const char *name)
 
 	/* Relaxed: a hint; a file opened meanwhile races as on Linux. */
 	if (!atomic_load_explicit(&fs->open_files, memory_order_relaxed))
-		return nc_remove(fs->nc, &j->cred, &dir->fh, name);
-	FS_REGION_BEGIN(j, "unlink: LOOKUP, then REMOVE or silly RENAME");
-	rc = nc_lookup(fs->nc, &j->cred, &dir->fh, name, &e);
+		return nc_remove(fs->nc, a->cred, &dir->fh, name);
+	FS_REGION_BEGIN(a, "unlink: LOOKUP, then REMOVE or silly RENAME");
+	rc = nc_lookup(fs->nc, a->cred, &dir->fh, name, &e);
 	if (rc == 0 && e.has_fh)
 		n = node_find_pin(fs, &e.fh);
 	if (n) {
@@ -248,20 +248,20 @@ int silly_unlink(struct job *j, struct node *dir, const char *name)
 	if (busy)
 		rc = -EBUSY;
 	else if (rc == 0 && open)
-		rc = silly_move(j, dir, name, n);
+		rc = silly_move(a, dir, name, n);
 	else if (rc == 0)
-		rc = nc_remove(fs->nc, &j->cred, &dir->fh, name);
-	FS_REGION_END(j);
+		rc = nc_remove(fs->nc, a->cred, &dir->fh, name);
+	FS_REGION_END(a);
 	if (n)
 		node_unpin(fs, n);
 	return rc;
 }
 
-int silly_rename_target(struct job *j, struct node *from_dir,
+int silly_rename_target(const struct actor *a, struct node *from_dir,
 			const char *from_name, struct node *to_dir,
 			const char *to_name)
 {
-	struct intrfs *fs = j->fs;
+	struct intrfs *fs = a->fs;
 	struct nc_entry to, from;
 	struct node *n;
 	bool open;
@@ -273,7 +273,7 @@ int silly_rename_target(struct job *j, struct node *from_dir,
 	 * An error of these LOOKUPs is the RENAME's to report, but for an
 	 * interruption, which ends the request here.
 	 */
-	rc = nc_lookup(fs->nc, &j->cred, &to_dir->fh, to_name, &to);
+	rc = nc_lookup(fs->nc, a->cred, &to_dir->fh, to_name, &to);
 	if (rc == -EINTR)
 		return rc;
 	if (rc || !to.has_fh)
@@ -286,7 +286,7 @@ int silly_rename_target(struct job *j, struct node *from_dir,
 	pthread_mutex_unlock(&fs->nodes_lock);
 	rc = 0;
 	if (open) {
-		rc = nc_lookup(fs->nc, &j->cred, &from_dir->fh, from_name,
+		rc = nc_lookup(fs->nc, a->cred, &from_dir->fh, from_name,
 			       &from);
 		/* Two names of one file: the rename does nothing to hide. */
 		if (rc == 0 && from.has_fh && from.fh.len == to.fh.len &&
@@ -294,14 +294,13 @@ int silly_rename_target(struct job *j, struct node *from_dir,
 			open = false;
 	}
 	if (rc != -EINTR)
-		rc = open ? silly_move(j, to_dir, to_name, n) : 0;
+		rc = open ? silly_move(a, to_dir, to_name, n) : 0;
 	node_unpin(fs, n);
 	return rc;
 }
 
-void silly_remove(struct job *j, struct node *n, char *name)
+void silly_remove(struct intrfs *fs, struct node *n, char *name)
 {
-	struct intrfs *fs = j->fs;
 	struct nc_cred cr;
 	struct nc_fh dir;
 	int rc;

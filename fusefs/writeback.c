@@ -31,7 +31,9 @@
  * all, flush and fsync for every write job to finish with the file.
  *
  * It never holds a lock across a call to the server, and never answers a
- * request but through job_reply_early().
+ * request but through the answer its caller hands it (struct wb_write):
+ * it knows the mount, the caller's credentials and the node, never the
+ * request.
  *
  * Lock order: a node's wb.commit_lock, which serialises COMMITs and
  * truncates (a truncate must not be undone by a COMMIT that holds extents
@@ -73,34 +75,31 @@ struct extent {
 };
 
 /*
- * The mode of the waits for writes on their way (and for the locks that
- * order them): interruptible, the per-call choice the policies build on,
- * or uninterruptible under policy=linux, as Linux's folio_wait_writeback().
- * Set at mount and by intrfsctl's policy switch: waits that start after a
- * switch take the new mode (relaxed: one more wait with the old one does
- * not matter).
+ * The mode of the mount's waits for writes on their way (and for the
+ * locks that order them): interruptible, the per-call choice the policies
+ * build on, or uninterruptible under policy=linux, as Linux's
+ * folio_wait_writeback().  Set at mount and by intrfsctl's policy switch:
+ * waits that start after a switch take the new mode (relaxed: one more
+ * wait with the old one does not matter).
  */
-static _Atomic unsigned wb_mode_v = TASK_INTERRUPTIBLE;
+static enum task_mode wb_mode(const struct intrfs *fs)
+{
+	return (enum task_mode)atomic_load_explicit(&fs->wb_mode,
+						    memory_order_relaxed);
+}
+
 /* A write waiting for room: killable there (balance_dirty_pages()). */
-static _Atomic unsigned wb_room_mode_v = TASK_INTERRUPTIBLE;
-
-static enum task_mode wb_mode(void)
+static enum task_mode wb_room_mode(const struct intrfs *fs)
 {
-	return (enum task_mode)atomic_load_explicit(&wb_mode_v,
+	return (enum task_mode)atomic_load_explicit(&fs->wb_room_mode,
 						    memory_order_relaxed);
 }
 
-static enum task_mode wb_room_mode(void)
+void wb_set_wait_mode(struct intrfs *fs, enum task_mode m)
 {
-	return (enum task_mode)atomic_load_explicit(&wb_room_mode_v,
-						    memory_order_relaxed);
-}
-
-void wb_set_wait_mode(enum task_mode m)
-{
-	atomic_store_explicit(&wb_mode_v, (unsigned)m, memory_order_relaxed);
+	atomic_store_explicit(&fs->wb_mode, (unsigned)m, memory_order_relaxed);
 	atomic_store_explicit(
-		&wb_room_mode_v,
+		&fs->wb_room_mode,
 		(unsigned)(m == TASK_UNINTERRUPTIBLE ? TASK_KILLABLE : m),
 		memory_order_relaxed);
 }
@@ -135,9 +134,10 @@ void wb_node_destroy(struct wb_node *w, uint64_t fileid)
 	region_task_cond_destroy(&w->cond);
 }
 
-void *wb_extent_new(uint64_t off, const void *data, size_t len)
+void *wb_extent_new(struct bufpool *bp, uint64_t off, const void *data,
+		    size_t len)
 {
-	struct extent *e = buf_alloc(sizeof(*e) + len);
+	struct extent *e = buf_alloc(bp, sizeof(*e) + len);
 
 	if (!e)
 		return NULL;
@@ -196,18 +196,19 @@ static bool overlaps(const struct extent *e, uint64_t off, size_t len)
 	return false;
 }
 
-int wb_wait_sent(struct node *n, uint64_t off, size_t len)
+int wb_wait_sent(const struct intrfs *fs, struct node *n, uint64_t off,
+		 size_t len)
 {
 	struct wb_node *w = &n->wb;
 	int rc;
 
 	if (!needs_sync(w))
 		return 0;
-	rc = region_task_mutex_lock(&w->lock, wb_mode(), TASK_FOREVER);
+	rc = region_task_mutex_lock(&w->lock, wb_mode(fs), TASK_FOREVER);
 	if (rc)
 		return rc;
 	while (rc == 0 && overlaps(w->sending, off, len))
-		rc = region_task_cond_wait(&w->cond, &w->lock, wb_mode(),
+		rc = region_task_cond_wait(&w->cond, &w->lock, wb_mode(fs),
 					   TASK_FOREVER);
 	region_task_mutex_unlock(
 		&w->lock); /* held again, whatever the wait said */
@@ -215,15 +216,15 @@ int wb_wait_sent(struct node *n, uint64_t off, size_t len)
 }
 
 /* Waits until every write job has finished with the file. */
-static int wait_writes(struct wb_node *w)
+static int wait_writes(const struct intrfs *fs, struct wb_node *w)
 {
 	int rc;
 
-	rc = region_task_mutex_lock(&w->lock, wb_mode(), TASK_FOREVER);
+	rc = region_task_mutex_lock(&w->lock, wb_mode(fs), TASK_FOREVER);
 	if (rc)
 		return rc;
 	while (rc == 0 && w->busy)
-		rc = region_task_cond_wait(&w->cond, &w->lock, wb_mode(),
+		rc = region_task_cond_wait(&w->cond, &w->lock, wb_mode(fs),
 					   TASK_FOREVER);
 	region_task_mutex_unlock(&w->lock);
 	return rc;
@@ -262,18 +263,18 @@ static void trim_dirty(struct wb_node *w, uint64_t size)
 		w->dirty_tail = &(*w->dirty_tail)->next;
 }
 
-int wb_truncate(struct job *j, struct node *n, const struct nc_sattr *sa,
-		struct nc_attr *a)
+int wb_truncate(const struct actor *a, struct node *n,
+		const struct nc_sattr *sa, struct nc_attr *attr)
 {
 	struct wb_node *w = &n->wb;
-	int rc = region_task_mutex_lock(&w->commit_lock, wb_mode(),
+	int rc = region_task_mutex_lock(&w->commit_lock, wb_mode(a->fs),
 					TASK_FOREVER);
 
 	if (rc)
 		return rc;
-	rc = wb_wait_sent(n, 0, 0);
+	rc = wb_wait_sent(a->fs, n, 0, 0);
 	if (rc == 0)
-		rc = nc_setattr(j->fs->nc, &j->cred, &n->fh, sa, a);
+		rc = nc_setattr(a->fs->nc, a->cred, &n->fh, sa, attr);
 	if (rc == 0) {
 		region_task_mutex_lock_nofail(&w->lock);
 		trim_dirty(w, sa->size);
@@ -295,8 +296,8 @@ static bool lost(const struct extent *e, const unsigned char verf[8])
 	return e->resend || memcmp(e->verf, verf, sizeof(e->verf)) != 0;
 }
 
-static int resend_lost(struct job *j, struct node *n, struct extent *batch,
-		       const unsigned char verf[8])
+static int resend_lost(const struct actor *a, struct node *n,
+		       struct extent *batch, const unsigned char verf[8])
 {
 	struct nc_write_res res;
 	size_t bytes = 0;
@@ -310,10 +311,10 @@ static int resend_lost(struct job *j, struct node *n, struct extent *batch,
 	fprintf(stderr,
 		"intrfs: server %s restarted (write verifier changed): "
 		"resending %zu uncommitted bytes of file %" PRIu64 "\n",
-		nc_client_server(j->fs->nc), bytes, n->fileid);
+		nc_client_server(a->fs->nc), bytes, n->fileid);
 	for (struct extent *e = batch; e && rc == 0; e = e->next)
 		if (lost(e, verf))
-			rc = nc_pwrite(j->fs->nc, &j->cred, &n->fh, e->off,
+			rc = nc_pwrite(a->fs->nc, a->cred, &n->fh, e->off,
 				       e->len, e->data, NC_FILE_SYNC, &res);
 	return rc;
 }
@@ -323,7 +324,7 @@ static int resend_lost(struct job *j, struct node *n, struct extent *batch,
  * extents are taken off the list for the call, so writes go on meanwhile;
  * on failure they go back, to be committed by a later flush.
  */
-static int commit_dirty(struct job *j, struct node *n)
+static int commit_dirty(const struct actor *a, struct node *n)
 {
 	struct wb_node *w = &n->wb;
 	unsigned char verf[8];
@@ -331,7 +332,8 @@ static int commit_dirty(struct job *j, struct node *n)
 	size_t bytes;
 	int rc;
 
-	rc = region_task_mutex_lock(&w->commit_lock, wb_mode(), TASK_FOREVER);
+	rc = region_task_mutex_lock(&w->commit_lock, wb_mode(a->fs),
+				    TASK_FOREVER);
 	if (rc)
 		return rc;
 	region_task_mutex_lock_nofail(&w->lock);
@@ -349,11 +351,11 @@ static int commit_dirty(struct job *j, struct node *n)
 		return 0;
 	}
 
-	FS_REGION_BEGIN(j, "commit: COMMIT, resend if the server lost it");
-	rc = nc_commit(j->fs->nc, &j->cred, &n->fh, 0, 0, verf);
+	FS_REGION_BEGIN(a, "commit: COMMIT, resend if the server lost it");
+	rc = nc_commit(a->fs->nc, a->cred, &n->fh, 0, 0, verf);
 	if (rc == 0)
-		rc = resend_lost(j, n, batch, verf);
-	FS_REGION_END(j);
+		rc = resend_lost(a, n, batch, verf);
+	FS_REGION_END(a);
 
 	region_task_mutex_lock_nofail(&w->lock);
 	if (rc == 0) {
@@ -372,11 +374,6 @@ static int commit_dirty(struct job *j, struct node *n)
 	region_task_mutex_unlock(&w->lock);
 	region_task_mutex_unlock(&w->commit_lock);
 	return rc;
-}
-
-static void write_sent(void *arg)
-{
-	job_reply_early(arg);
 }
 
 /* Takes e off wb.sending.  wb.lock held. */
@@ -404,7 +401,7 @@ static void sending_remove(struct wb_node *w, struct extent *e)
 /* Whether the mount's I/O buffers are past their bound, four times wbuf=. */
 static bool mount_over(const struct intrfs *fs)
 {
-	return buf_busy_bytes() >= (size_t)fs->o.wbuf_mb << 22;
+	return buf_busy_bytes(&fs->bufs) >= (size_t)fs->o.wbuf_mb << 22;
 }
 
 static bool sending_full(const struct intrfs *fs, const struct wb_node *w,
@@ -429,50 +426,51 @@ static bool sending_full(const struct intrfs *fs, const struct wb_node *w,
  * pages are left alone here (the writer holds their lock), and go when that
  * look finds the size moved.
  */
-static int append_at_end(struct job *j, struct node *n, struct extent *e)
+static int append_at_end(const struct actor *a, struct node *n,
+			 struct extent *e)
 {
-	struct nc_attr a;
-	int rc = wb_wait_sent(n, 0, 0);
+	struct nc_attr attr;
+	int rc = wb_wait_sent(a->fs, n, 0, 0);
 
 	if (rc == 0)
-		rc = nc_getattr(j->fs->nc, &j->cred, &n->fh, &a);
+		rc = nc_getattr(a->fs->nc, a->cred, &n->fh, &attr);
 	if (rc == 0)
-		e->off = a.size;
+		e->off = attr.size;
 	return rc;
 }
 
-int wb_write(struct job *j, struct node *n)
+int wb_write(const struct actor *a, struct node *n, struct wb_write *req)
 {
 	struct wb_node *w = &n->wb;
-	struct extent *e = (struct extent *)j->buf;
-	struct nc_sent_notify sent = { write_sent, j };
+	struct extent *e = req->data;
 	/*
 	 * O_DIRECT writes are answered with the server's reply, as Linux NFS
 	 * answers them, and so are appends: the next append, from any
 	 * client, must find this one's end on the server.
 	 */
-	bool behind = !(j->fi.flags & (O_DIRECT | O_APPEND));
+	bool behind = !(req->flags & (O_DIRECT | O_APPEND));
 	struct nc_write_res res;
 	bool commit;
 	int rc;
 
-	if (j->fi.flags & O_APPEND) {
-		rc = append_at_end(j, n, e);
+	if (req->flags & O_APPEND) {
+		rc = append_at_end(a, n, e);
 		if (rc)
 			return rc;
 	}
-	rc = region_task_mutex_lock(&w->lock, wb_room_mode(), TASK_FOREVER);
+	rc = region_task_mutex_lock(&w->lock, wb_room_mode(a->fs),
+				    TASK_FOREVER);
 	if (rc)
 		return rc;
 	/* In order after overlapping writes, and not too many at once. */
 	for (bool waited = false;
 	     !w->write_error && (overlaps(w->sending, e->off, e->len) ||
-				 sending_full(j->fs, w, e->len));
+				 sending_full(a->fs, w, e->len));
 	     waited = true) {
 		if (!waited)
-			nfs_event(j->fs, CONGESTIONWAIT);
-		rc = region_task_cond_wait(&w->cond, &w->lock, wb_room_mode(),
-					   TASK_FOREVER);
+			nfs_event(a->fs, CONGESTIONWAIT);
+		rc = region_task_cond_wait(&w->cond, &w->lock,
+					   wb_room_mode(a->fs), TASK_FOREVER);
 		if (rc) {
 			region_task_mutex_unlock(&w->lock);
 			return rc;
@@ -484,7 +482,7 @@ int wb_write(struct job *j, struct node *n)
 		region_task_mutex_unlock(&w->lock);
 		return rc;
 	}
-	j->buf = NULL;
+	req->data = NULL;
 	e->next = w->sending;
 	w->sending = e;
 	w->nsending++;
@@ -493,15 +491,15 @@ int wb_write(struct job *j, struct node *n)
 	publish_sync_state(w);
 	region_task_mutex_unlock(&w->lock);
 
-	FS_REGION_BEGIN(j, "write: WRITE calls of one request");
-	rc = nc_pwrite_notify(j->fs->nc, &j->cred, &n->fh, e->off, e->len,
+	FS_REGION_BEGIN(a, "write: WRITE calls of one request");
+	rc = nc_pwrite_notify(a->fs->nc, a->cred, &n->fh, e->off, e->len,
 			      e->data, NC_UNSTABLE, &res,
-			      behind ? &sent : NULL);
-	FS_REGION_END(j);
+			      behind ? &req->answer : NULL);
+	FS_REGION_END(a);
 
 	if (rc == 0) {
-		nfs_bytes(j->fs, SERVERWRITTENBYTES, e->len);
-		nfs_bytes(j->fs, WRITEPAGES, (e->len + 4095) / 4096);
+		nfs_bytes(a->fs, SERVERWRITTENBYTES, e->len);
+		nfs_bytes(a->fs, WRITEPAGES, (e->len + 4095) / 4096);
 	}
 	region_task_mutex_lock_nofail(&w->lock);
 	sending_remove(w, e);
@@ -517,7 +515,7 @@ int wb_write(struct job *j, struct node *n)
 	 * fsync reports the failure.  Never an interruption, which was its
 	 * caller's and was answered as EINTR (replied is false then).
 	 */
-	if (rc && rc != -EINTR && j->replied)
+	if (rc && rc != -EINTR && *req->answered)
 		w->write_error = rc;
 	/*
 	 * A file's uncommitted data is bounded by wbuf=, the mount's (with
@@ -525,17 +523,17 @@ int wb_write(struct job *j, struct node *n)
 	 * daemon's memory, however many files are written.
 	 */
 	commit = rc == 0 && w->dirty_bytes &&
-		 (w->dirty_bytes >= (size_t)j->fs->o.wbuf_mb << 20 ||
-		  mount_over(j->fs));
+		 (w->dirty_bytes >= (size_t)a->fs->o.wbuf_mb << 20 ||
+		  mount_over(a->fs));
 	region_task_cond_broadcast(&w->cond);
 	region_task_mutex_unlock(&w->lock);
 	buf_free(e);
 
 	if (commit)
-		rc = commit_dirty(j, n);
+		rc = commit_dirty(a, n);
 
 	region_task_mutex_lock_nofail(&w->lock);
-	if (rc && rc != -EINTR && j->replied && !w->write_error)
+	if (rc && rc != -EINTR && *req->answered && !w->write_error)
 		w->write_error = rc;
 	w->busy--;
 	region_task_cond_broadcast(&w->cond);
@@ -544,14 +542,14 @@ int wb_write(struct job *j, struct node *n)
 	return rc;
 }
 
-int wb_sync(struct job *j, struct node *n)
+int wb_sync(const struct actor *a, struct node *n)
 {
 	struct wb_node *w = &n->wb;
 	int rc;
 
-	rc = wait_writes(w);
+	rc = wait_writes(a->fs, w);
 	if (rc == 0)
-		rc = commit_dirty(j, n);
+		rc = commit_dirty(a, n);
 	if (rc)
 		return rc;
 	region_task_mutex_lock_nofail(&w->lock);
