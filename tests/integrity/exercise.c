@@ -656,7 +656,7 @@ static void summary(void)
 	size_t n = 0;
 
 	if (nf_ctl(&g.nf, "stats", ans, sizeof(ans)) == 0)
-		faults = nf_json_num(ans, "\"faults\":");
+		faults = nf_json_num(ans, "faults");
 	for (unsigned k = 0; k < o.procs; k++) {
 		for (unsigned i = 0; i < XOP_N; i++)
 			count[i] += g.sh[k].count[i];

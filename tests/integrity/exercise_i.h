@@ -158,7 +158,7 @@ int nf_start(struct nf *nf, const struct xopts *o, volatile sig_atomic_t *stop);
 void nf_stop(struct nf *nf);
 /* One request on the control socket: 0 when the answer (in ans) is ok. */
 int nf_ctl(const struct nf *nf, const char *req, char *ans, size_t len);
-/* The number after key in a JSON answer, -1 if none. */
+/* The number of "key": in a JSON answer, -1 if none. */
 long nf_json_num(const char *ans, const char *key);
 /*
  * Adds a random rule (the rule in rule), removing the oldest one past

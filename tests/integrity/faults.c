@@ -8,6 +8,7 @@
  * It never stops netfault but through nf_stop(), by its pid.
  */
 #include "exercise_i.h"
+#include "netrig.h"
 #include "proc.h"
 
 #include <errno.h>
@@ -18,13 +19,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/time.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #define NF_START_DEADLINE_MS 15000
+/* An answer of netfault's control socket. */
+#define NF_CTL_DEADLINE_MS 10000
 
 /* The kinds --fault-kinds names, and the kind of each case of the menu. */
 static const char *const kind_names[NF_KIND_N] = { "delay",	"drop",
@@ -97,48 +98,16 @@ void nf_stop(struct nf *nf)
 
 int nf_ctl(const struct nf *nf, const char *req, char *ans, size_t len)
 {
-	struct sockaddr_un a = { .sun_family = AF_UNIX };
-	struct timeval tv = { .tv_sec = 10 };
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	size_t got = 0;
-	char line[1024];
-	int n;
-
-	ans[0] = '\0';
-	if (fd < 0)
-		return -1;
-	memcpy(a.sun_path, nf->sock, strlen(nf->sock) + 1);
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	n = snprintf(line, sizeof(line), "%s\n", req);
-	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
-	    write(fd, line, (size_t)n) != n) {
-		close(fd);
-		return -1;
-	}
-	while (got + 1 < len) {
-		ssize_t r = read(fd, ans + got, len - 1 - got);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		got += (size_t)r;
-		if (memchr(ans, '\n', got))
-			break;
-	}
-	ans[got] = '\0';
-	close(fd);
-	return strncmp(ans, "{\"ok\":true", 10) == 0 ? 0 : -1;
+	return netrig_ask(nf->sock, req, ans, len, NF_CTL_DEADLINE_MS);
 }
 
 long nf_json_num(const char *ans, const char *key)
 {
-	const char *p = strstr(ans, key);
+	long long n;
 
-	return p ? strtol(p + strlen(key), NULL, 10) : -1;
+	return netrig_json_number(ans, key, &n) ? (long)n : -1;
 }
 
-/* A probability between lo and hi thousandths. */
 static double prob(struct nf *nf, unsigned lo, unsigned hi)
 {
 	return (lo + xrand_below(&nf->r, hi - lo + 1)) / 1000.0;
@@ -255,7 +224,7 @@ int nf_add_random(struct nf *nf, char *rule, size_t rlen, char *ans,
 	snprintf(req, sizeof(req), "add %s", rule);
 	if (nf_ctl(nf, req, ans, alen) < 0)
 		return -1;
-	nf->ids[nf->nrules++] = (int)nf_json_num(ans, "\"id\":");
+	nf->ids[nf->nrules++] = (int)nf_json_num(ans, "id");
 	nf->added++;
 	return 0;
 }

@@ -9,6 +9,8 @@
  */
 #include "harness.h"
 
+#include "netrig.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -41,8 +43,9 @@
 
 static const struct test_server *live_srv;
 static pid_t nf_pid;
-static bool partitioned;
-static char nft_table[64];
+/* The partition this process loaded, as table intrfs_test_PID. */
+static struct netrig_partition part;
+#define PART_PREFIX "intrfs_test"
 static struct mnt *live[MAX_LIVE];
 static unsigned seq;
 /* This process's own network while it is in the client host's, or -1. */
@@ -51,7 +54,7 @@ static int home_netns = -1;
 /* An ASSERT aborts: resume the server and let go of the mounts first. */
 static void on_abort(int sig)
 {
-	if (partitioned)
+	if (part.loaded)
 		net_heal();
 	if (live_srv && live_srv->ganesha > 0)
 		kill(live_srv->ganesha, SIGCONT);
@@ -331,107 +334,49 @@ void hosts_down(struct test_server *s)
 
 /* Partitions. */
 
-/*
- * Loads the partition's rules as the table intrfs_test_PID, the name
- * tests/run deletes whatever happened to this process.
- */
-static void net_load(const char *rules)
-{
-	char cmd[2048];
-
-	snprintf(nft_table, sizeof(nft_table), "intrfs_test_%d", (int)getpid());
-	snprintf(cmd, sizeof(cmd),
-		 "nft -f - <<'EOF'\n"
-		 "table inet %s {\n%s}\n"
-		 "EOF",
-		 nft_table, rules);
-	if (system(cmd) != 0)
-		TEST__FAIL("nft could not load the partition (is nftables "
-			   "installed? tests/run installs it)");
-	partitioned = true;
-}
-
+/* tests/run deletes the tables intrfs_test_* whatever happened here. */
 void net_partition(unsigned port)
 {
-	char rules[512];
+	char err[256];
 
-	snprintf(rules, sizeof(rules),
-		 "  chain in { type filter hook input priority -10; "
-		 "tcp dport %u drop; tcp sport %u drop; }\n"
-		 "  chain out { type filter hook output priority -10; "
-		 "tcp dport %u drop; tcp sport %u drop; }\n",
-		 port, port, port, port);
-	net_load(rules);
+	if (netrig_partition(&part, PART_PREFIX, port, NETRIG_DROP, err,
+			     sizeof(err)))
+		TEST__FAIL("%s", err);
 }
 
 void net_block_flow(unsigned local_port, unsigned remote_port)
 {
-	char rules[512];
+	char err[256];
 
-	snprintf(rules, sizeof(rules),
-		 "  chain in { type filter hook input priority -10; "
-		 "tcp sport %u tcp dport %u drop; }\n"
-		 "  chain out { type filter hook output priority -10; "
-		 "tcp sport %u tcp dport %u drop; }\n",
-		 remote_port, local_port, local_port, remote_port);
-	net_load(rules);
+	if (netrig_block_flow(&part, PART_PREFIX, local_port, remote_port, err,
+			      sizeof(err)))
+		TEST__FAIL("%s", err);
 }
 
-/*
- * Every packet crosses the input hook on loopback, so one chain there
- * does it all.  The client's packets get an RST; the server's are dropped
- * but for RSTs, among them the ones the reject sends back to the client
- * with the server's port as their source.  The counter sees the client's
- * connection attempts (SYN without ACK).
- */
 void net_partition_reject(unsigned port)
 {
-	char rules[768];
+	char err[256];
 
-	snprintf(rules, sizeof(rules),
-		 "  counter syns { }\n"
-		 "  chain in { type filter hook input priority -10; "
-		 "tcp dport %u tcp flags & (syn | ack) == syn "
-		 "counter name \"syns\"; "
-		 "tcp dport %u reject with tcp reset; "
-		 "tcp sport %u tcp flags & rst == rst accept; "
-		 "tcp sport %u drop; }\n",
-		 port, port, port, port);
-	net_load(rules);
+	if (netrig_partition(&part, PART_PREFIX, port, NETRIG_REJECT, err,
+			     sizeof(err)))
+		TEST__FAIL("%s", err);
 }
 
 uint64_t net_partition_syns(void)
 {
-	char cmd[256], line[256];
+	char err[256];
 	uint64_t n = 0;
-	bool found = false;
-	FILE *f;
 
-	if (!partitioned)
-		TEST__FAIL("no partition to count connection attempts of");
-	snprintf(cmd, sizeof(cmd), "nft list counter inet %s syns", nft_table);
-	f = popen(cmd, "r");
-	if (!f)
-		TEST__FAIL("popen %s: %s", cmd, strerror(errno));
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, " packets %" SCNu64, &n) == 1)
-			found = true;
-	if (pclose(f) != 0 || !found)
-		TEST__FAIL("%s: no count (not a reject partition?)", cmd);
+	if (netrig_partition_syns(&part, &n, err, sizeof(err)))
+		TEST__FAIL("%s", err);
 	return n;
 }
 
 void net_heal(void)
 {
-	char cmd[256];
-
-	if (!partitioned)
-		return;
-	snprintf(cmd, sizeof(cmd), "nft delete table inet %s", nft_table);
-	partitioned = false;
-	if (system(cmd) != 0)
+	if (netrig_heal(&part))
 		fprintf(stderr, "# could not delete nftables table %s\n",
-			nft_table);
+			part.table);
 }
 
 void nf_front(struct test_server *via, const struct test_server *s,
@@ -736,24 +681,24 @@ static void stats_json(const struct mnt *m, char *out, size_t len)
 
 uint64_t mnt_proc_ops(const struct mnt *m, const char *proc)
 {
-	char out[16384], key[64], *at;
+	char out[16384], key[64];
+	long long n;
 
 	stats_json(m, out, sizeof(out));
-	snprintf(key, sizeof(key), "\"%s\":{\"ops\":", proc);
-	at = strstr(out, key);
-	return at ? strtoull(at + strlen(key), NULL, 10) : 0;
+	/* "PROC":{"ops":N */
+	snprintf(key, sizeof(key), "%s\":{\"ops", proc);
+	return netrig_json_number(out, key, &n) ? (uint64_t)n : 0;
 }
 
 uint64_t mnt_stat(const struct mnt *m, const char *name)
 {
-	char out[16384], key[64], *at;
+	char out[16384];
+	long long n;
 
 	stats_json(m, out, sizeof(out));
-	snprintf(key, sizeof(key), "\"%s\":", name);
-	at = strstr(out, key);
-	if (!at)
+	if (!netrig_json_number(out, name, &n))
 		TEST__FAIL("intrfsctl %s stats has no %s", m->dir, name);
-	return strtoull(at + strlen(key), NULL, 10);
+	return (uint64_t)n;
 }
 
 const char *mpath(const struct mnt *m, const char *rel)

@@ -14,15 +14,12 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -213,52 +210,7 @@ void rig_netfault_stop(struct rig *r)
 
 int rig_netfault_ask(struct rig *r, const char *req, char *ans, size_t len)
 {
-	struct sockaddr_un a = { .sun_family = AF_UNIX };
-	uint64_t end = ms_now() + CONTROL_DEADLINE_MS;
-	size_t got = 0;
-	int fd;
-
-	ans[0] = '\0';
-	scn_copy(a.sun_path, sizeof(a.sun_path), r->nf_sock);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
-		snprintf(ans, len, "cannot reach netfault at %s: %s",
-			 r->nf_sock, strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	if (dprintf(fd, "%s\n", req) < 0) {
-		snprintf(ans, len, "write to netfault: %s", strerror(errno));
-		close(fd);
-		return -1;
-	}
-	while (got < len - 1 && !memchr(ans, '\n', got)) {
-		struct pollfd p = { fd, POLLIN, 0 };
-		int left = (int)(end - ms_now());
-		ssize_t n;
-
-		if (left <= 0 || poll(&p, 1, left) != 1)
-			break;
-		n = read(fd, ans + got, len - 1 - got);
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-		ans[got] = '\0';
-	}
-	close(fd);
-	ans[strcspn(ans, "\n")] = '\0';
-	return strncmp(ans, "{\"ok\":true", 10) == 0 ? 0 : -1;
-}
-
-long long rig_json_number(const char *ans, const char *key)
-{
-	char needle[64];
-	const char *p;
-
-	snprintf(needle, sizeof(needle), "\"%s\":", key);
-	p = strstr(ans, needle);
-	return p ? strtoll(p + strlen(needle), NULL, 10) : -1;
+	return netrig_ask(r->nf_sock, req, ans, len, CONTROL_DEADLINE_MS);
 }
 
 int rig_dir_make(struct rig *r, unsigned seq, char *err, size_t len)
@@ -676,65 +628,24 @@ int rig_start_server(struct rig *r, char *err, size_t len)
 	return 0;
 }
 
-/* Loads the partition's rules as table intrfs_scn_PID. */
-static int nft_load(struct rig *r, const char *rules, char *err, size_t len)
-{
-	char cmd[2048];
-
-	snprintf(r->nft_table, sizeof(r->nft_table), "intrfs_scn_%d",
-		 (int)getpid());
-	snprintf(cmd, sizeof(cmd),
-		 "nft -f - <<'EOF'\n"
-		 "table inet %s {\n%s}\n"
-		 "EOF",
-		 r->nft_table, rules);
-	r->partitioned = true;
-	if (system(cmd) != 0) {
-		snprintf(err, len,
-			 "nft could not load the partition (is "
-			 "nftables installed?)");
-		return -1;
-	}
-	return 0;
-}
-
 int rig_partition(struct rig *r, bool reject, char *err, size_t len)
 {
 	unsigned port = r->nf_nfs_port;
-	char rules[768];
 
-	if (reject)
-		snprintf(rules, sizeof(rules),
-			 "  chain in { type filter hook input priority -10; "
-			 "tcp dport %u reject with tcp reset; "
-			 "tcp sport %u tcp flags & rst == rst accept; "
-			 "tcp sport %u drop; }\n",
-			 port, port, port);
-	else
-		snprintf(rules, sizeof(rules),
-			 "  chain in { type filter hook input priority -10; "
-			 "tcp dport %u drop; tcp sport %u drop; }\n"
-			 "  chain out { type filter hook output priority -10; "
-			 "tcp dport %u drop; tcp sport %u drop; }\n",
-			 port, port, port, port);
 	say(r, "partition (%s) on port %u", reject ? "reject" : "drop", port);
-	return nft_load(r, rules, err, len);
+	return netrig_partition(&r->part, "intrfs_scn", port,
+				reject ? NETRIG_REJECT : NETRIG_DROP, err, len);
 }
 
 void rig_heal(struct rig *r)
 {
-	char cmd[128];
-
-	if (!r->partitioned)
+	if (!r->part.loaded)
 		return;
-	snprintf(cmd, sizeof(cmd), "nft delete table inet %s 2>/dev/null",
-		 r->nft_table);
-	if (system(cmd) != 0)
+	if (netrig_heal(&r->part))
 		fprintf(stderr,
-			"intrfs-scenario: could not delete nftables "
-			"table %s\n",
-			r->nft_table);
-	r->partitioned = false;
+			"intrfs-scenario: could not delete nftables table "
+			"%s\n",
+			r->part.table);
 	say(r, "partition healed");
 }
 

@@ -9,6 +9,8 @@
 #ifndef INTRFS_SCENARIO_H
 #define INTRFS_SCENARIO_H
 
+#include "netrig.h"
+
 #include <intrfs/region.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -312,8 +314,8 @@ struct rig {
 	bool ovl_mounted;
 	pid_t daemon;
 	/* faults in force */
-	bool paused, down, partitioned;
-	char nft_table[64];
+	bool paused, down;
+	struct netrig_partition part; /* table intrfs_scn_PID */
 };
 
 /*
@@ -348,12 +350,10 @@ int rig_server_from_dir(struct rig_server *srv, const char *run_dir, char *err,
 int rig_netfault_start(struct rig *r, char *err, size_t len);
 void rig_netfault_stop(struct rig *r);
 /*
- * One request to netfault's control socket; its answer line in ans.
- * Returns 0 when the answer says ok.
+ * One request to netfault's control socket (netrig_ask()); its answer
+ * line in ans.  Returns 0 when the answer says ok.
  */
 int rig_netfault_ask(struct rig *r, const char *req, char *ans, size_t len);
-/* A number field of a netfault answer ("conns"), or -1. */
-long long rig_json_number(const char *ans, const char *key);
 /* Makes the scenario's directory on the export. */
 int rig_dir_make(struct rig *r, unsigned seq, char *err, size_t len);
 void rig_dir_remove(struct rig *r);
