@@ -310,6 +310,8 @@ int nc__rx_parse(struct nc__xprt *x, struct nc__rx *rx,
  * Whether the path to the server is dead: data in flight that the server's
  * TCP has not acknowledged for dead_after, while calls wait.
  */
+/* Window probes unanswered that, with no ACK for that long, mean dead. */
+#define DEAD_PROBES 2
 static bool path_dead(struct nc__xprt *x, int fd)
 {
 	struct tcp_info ti;
@@ -326,12 +328,14 @@ static bool path_dead(struct nc__xprt *x, int fd)
 		return false;
 	/*
 	 * Bytes queued, sent or not (TCP in loss recovery may hold back
-	 * what it has not sent), into a window the server opened, with no
-	 * ACK for that long.  A stopped server's kernel closes the window
-	 * instead, and answers the probes (ever rarer) that test it.
+	 * what it has not sent), with no ACK for that long.  Into a closed
+	 * window too, when TCP's probes of it go unanswered: a stopped
+	 * server's kernel closes the window and answers each probe (ever
+	 * rarer; each answer sets tcpi_probes, the probes unanswered, back
+	 * to 0), while a path that is gone answers none.
 	 */
 	if (ioctl(fd, SIOCOUTQ, &outq) < 0 || outq == 0 ||
-	    ti.tcpi_snd_wnd == 0 ||
+	    (ti.tcpi_snd_wnd == 0 && ti.tcpi_probes < DEAD_PROBES) ||
 	    (uint64_t)ti.tcpi_last_ack_recv * 1000000ull < dead_after)
 		return false;
 	fprintf(stderr,

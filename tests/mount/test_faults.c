@@ -584,6 +584,71 @@ TEST_IMPL(fault_partition_heals_promptly)
 }
 
 /*
+ * Item: the same when the server's window is closed as the partition
+ * comes (it was stalled with its receive queue full, and resumes inside
+ * the partition, whose drops keep the window shut).  TCP then probes the
+ * window instead of retransmitting; a path that answers none of the
+ * probes is as dead as one that acknowledges nothing, where a stalled
+ * server's kernel answers each (the stall tests: no drop there).
+ */
+#define CLOSED_PARTITION_S 20
+#define CLOSED_FILLERS 24
+
+TEST_IMPL(fault_partition_closed_window)
+{
+	struct probe fillers[CLOSED_FILLERS];
+	uint64_t healed, done;
+	struct mnt m;
+	struct test_server s;
+
+	mnt_fresh(&m, &s, "hard");
+	for (unsigned i = 0; i < CLOSED_FILLERS; i++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "filler-%u", i);
+		probe_start(&fillers[i], PROBE_WRITE, mpath(&m, name), MIB,
+			    false, 0);
+		probe_wait_ready(&fillers[i]);
+	}
+	srv_stall(&s);
+	for (unsigned i = 0; i < CLOSED_FILLERS; i++)
+		probe_go(&fillers[i]);
+	for (unsigned i = 0; i < CLOSED_FILLERS; i++)
+		probe_wait_blocked(&fillers[i]);
+	/* Their records fill both ends' buffers: the window is closed. */
+	srv_wait_queues_full(&s);
+	net_partition(s.nfs_port);
+	srv_resume(&s);
+	test_sleep_ms(CLOSED_PARTITION_S * 1000);
+	net_heal();
+	healed = region_now_ns();
+	for (unsigned i = 0; i < CLOSED_FILLERS; i++) {
+		struct probe_result r;
+		int status;
+
+		if (!probe_wait(&fillers[i], 60000, &r, &status)) {
+			char log[16384];
+
+			mnt_dump_tasks(&m, log, sizeof(log));
+			TEST__FAIL("writer %u is not done 60 s after the "
+				   "partition healed; the daemon's log:\n%s",
+				   i, log);
+		}
+		ASSERT(WIFEXITED(status));
+		ASSERT_EQ(r.err, 0);
+		ASSERT_EQ(r.ret, MIB);
+	}
+	done = region_now_ns();
+	fprintf(stderr, "# all done %.2f s after the partition healed\n",
+		(double)(done - healed) / 1e9);
+	ASSERT_LT(done - healed, 10000000000ull);
+	/* Dropped while the partition lasted: the probes went unanswered. */
+	mnt_wait_log(&m, "acknowledged nothing", 1000);
+	mnt_stop(&m);
+	return 0;
+}
+
+/*
  * Item: under a partition that rejects (every packet of the client's an
  * RST, every connect refused), a soft call fails with its mount's error
  * by its major timeout (timeo=10, retrans=1: 1 + 1 s); a hard call keeps
