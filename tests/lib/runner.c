@@ -238,6 +238,14 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	printf("1..%u\n", count);
+	/*
+	 * The tests send SIGINT and SIGQUIT and expect their default action
+	 * (the process killed) where nothing handles them; a shell that ran
+	 * us in the background (a non-interactive one's "cmd &") left them
+	 * ignored, which every process the tests start would inherit.
+	 */
+	signal(SIGINT, SIG_DFL);
+	signal(SIGQUIT, SIG_DFL);
 	for (unsigned i = 0; i < ARRAY_SIZE(tests); i++)
 		if (selected(tests[i].name, argc, argv))
 			failed += run_one(++n, &tests[i]);
