@@ -767,6 +767,115 @@ static int call_timeout(struct nc__xprt *x, struct nc__call *call)
 }
 
 /*
+ * Whether call is to be sent now, x->lock held: one sent on a connection
+ * that is gone is to be sent again (a retransmission), and one that has
+ * no slot yet takes one if any is free.
+ */
+static bool call_to_send(struct nc__xprt *x, struct nc__call *call)
+{
+	if (call->state == NC__CALL_DONE)
+		return false;
+	if (call->state == NC__CALL_SENT &&
+	    (x->conn != NC__CONN_UP || call->sent_gen != x->gen)) {
+		/* Sent on a connection that is gone: again. */
+		call->state = NC__CALL_UNSENT;
+		nc__count(&x->stats->retransmits);
+		nc__event(x, NC_EV_RETRANSMIT, call, false, false);
+	}
+	if (call->state != NC__CALL_UNSENT)
+		return false;
+	if (!call->has_slot) {
+		if (x->inflight >= x->slots)
+			return false; /* woken when one frees */
+		nc__xid_insert(x, call);
+	}
+	return true;
+}
+
+/*
+ * Sends call's record on fd, connection gen, with x->lock not held: under
+ * the send lock, in the send's own mode (send=).  *xmit_at is when the
+ * send started, as Linux stamps rq_xtime.  0, or the send's error.
+ */
+static int call_transmit(struct nc__xprt *x, struct nc__call *call, int fd,
+			 uint64_t gen, uint64_t *xmit_at)
+{
+	int rc = region_task_mutex_lock(&x->send_lock, send_mode_of(x),
+					until(call->deadline_ns));
+	bool current;
+
+	if (rc)
+		return rc;
+	/*
+	 * The socket is closed only with send_lock held: if its connection
+	 * is still the current one, fd is still that socket (not a number
+	 * reused since).
+	 */
+	region_task_mutex_lock_nofail(&x->lock);
+	current = x->gen == gen && x->conn == NC__CONN_UP;
+	region_task_mutex_unlock(&x->lock);
+	*xmit_at = region_now_ns();
+	rc = current ? send_record(x, call, fd, gen, call->deadline_ns) :
+		       -ECONNRESET;
+	region_task_mutex_unlock(&x->send_lock);
+	return rc;
+}
+
+/*
+ * A record whole in a socket (so perhaps at the server, even if the
+ * connection went since), x->lock held: counted and stamped, and, for a
+ * call whose answer later calls depend on, the killable region begun.
+ */
+static void call_went(struct nc__xprt *x, struct nc__call *call,
+		      uint64_t xmit_at, bool *held)
+{
+	/*
+	 * The next call's waits (the send lock, a connection) must not
+	 * abandon it.
+	 */
+	call->went = true;
+	if (call->rpc->answer_once_sent && !*held) {
+		region_begin_killable("rpc: a sent call that "
+				      "later calls depend on");
+		*held = true;
+	}
+	nc__count(&x->stats->sends);
+	nc__count_inflight(x->stats, x->inflight);
+	/* relaxed: a statistic. */
+	atomic_store_explicit(&x->last_io_ns, xmit_at, memory_order_relaxed);
+	call->sends++;
+	call->last_sent_ns = xmit_at;
+	if (!call->first_sent_ns)
+		call->first_sent_ns = xmit_at;
+}
+
+/*
+ * What a send's result rc makes of call (not done meanwhile), x->lock
+ * held: sent on connection gen, ended by its major timeout, or its
+ * connection dropped.  -ETIMEDOUT: the wait after runs the timeout.
+ */
+static void call_send_result(struct nc__xprt *x, struct nc__call *call, int rc,
+			     uint64_t gen)
+{
+	if (rc == 0) {
+		/*
+		 * Sent on connection gen, even if it went while the lock was
+		 * dropped (on loopback the reset of a rejected record can
+		 * beat us here): then the batch sends it again on the next
+		 * one (next_send_at()).
+		 */
+		call->state = NC__CALL_SENT;
+		call->sent_gen = gen;
+	} else if (rc == -ECANCELED) {
+		nc__count(&x->stats->major_timeouts);
+		nc__call_finish(x, call, soft_timeout(x));
+	} else if (rc == -ECONNRESET) {
+		if (x->gen == gen)
+			nc__xprt_disconnect(x, false);
+	}
+}
+
+/*
  * Sends every call of the batch that needs it.  Called with x->lock held;
  * drops it around the socket work.  Returns 0, -EINTR (the task was
  * interrupted: the caller ends the batch), or -EAGAIN with *retry_at set
@@ -780,22 +889,8 @@ static int xprt_send_pending(struct nc__xprt *x, struct nc__call *calls,
 		uint64_t gen, xmit_at = 0;
 		int fd, rc;
 
-		if (call->state == NC__CALL_DONE)
+		if (!call_to_send(x, call))
 			continue;
-		if (call->state == NC__CALL_SENT &&
-		    (x->conn != NC__CONN_UP || call->sent_gen != x->gen)) {
-			/* Sent on a connection that is gone: again. */
-			call->state = NC__CALL_UNSENT;
-			nc__count(&x->stats->retransmits);
-			nc__event(x, NC_EV_RETRANSMIT, call, false, false);
-		}
-		if (call->state != NC__CALL_UNSENT)
-			continue;
-		if (!call->has_slot) {
-			if (x->inflight >= x->slots)
-				continue; /* woken when one frees */
-			nc__xid_insert(x, call);
-		}
 		rc = xprt_connect_locked(x, call->deadline_ns, retry_at);
 		if (rc == -EINTR || rc == -EAGAIN || rc == -ESHUTDOWN)
 			return rc;
@@ -816,52 +911,10 @@ static int xprt_send_pending(struct nc__xprt *x, struct nc__call *calls,
 		fd = x->fd;
 		gen = x->gen;
 		region_task_mutex_unlock(&x->lock);
-
-		/* Part of the send: its mode too (send=). */
-		rc = region_task_mutex_lock(&x->send_lock, send_mode_of(x),
-					    until(call->deadline_ns));
-		if (rc == 0) {
-			bool current;
-
-			/*
-			 * The socket is closed only with send_lock held: if
-			 * its connection is still the current one, fd is
-			 * still that socket (not a number reused since).
-			 */
-			region_task_mutex_lock_nofail(&x->lock);
-			current = x->gen == gen && x->conn == NC__CONN_UP;
-			region_task_mutex_unlock(&x->lock);
-			/* As Linux stamps rq_xtime: when the send starts. */
-			xmit_at = region_now_ns();
-			rc = current ? send_record(x, call, fd, gen,
-						   call->deadline_ns) :
-				       -ECONNRESET;
-			region_task_mutex_unlock(&x->send_lock);
-		}
-
+		rc = call_transmit(x, call, fd, gen, &xmit_at);
 		region_task_mutex_lock_nofail(&x->lock);
-		if (rc == 0) {
-			/*
-			 * Whole in a socket, so perhaps at the server, even if
-			 * the connection went since: the next call's waits
-			 * (the send lock, a connection) must not abandon it.
-			 */
-			call->went = true;
-			if (call->rpc->answer_once_sent && !*held) {
-				region_begin_killable("rpc: a sent call that "
-						      "later calls depend on");
-				*held = true;
-			}
-			nc__count(&x->stats->sends);
-			nc__count_inflight(x->stats, x->inflight);
-			/* relaxed: a statistic. */
-			atomic_store_explicit(&x->last_io_ns, xmit_at,
-					      memory_order_relaxed);
-			call->sends++;
-			call->last_sent_ns = xmit_at;
-			if (!call->first_sent_ns)
-				call->first_sent_ns = xmit_at;
-		}
+		if (rc == 0)
+			call_went(x, call, xmit_at, held);
 		/*
 		 * The reply may have come while x->lock was dropped: the call
 		 * is done then, and must stay so.
@@ -870,23 +923,7 @@ static int xprt_send_pending(struct nc__xprt *x, struct nc__call *calls,
 			continue;
 		if (rc == -EINTR)
 			return rc;
-		if (rc == 0) {
-			/*
-			 * Sent on connection gen, even if it went while the
-			 * lock was dropped (on loopback the reset of a
-			 * rejected record can beat us here): then the batch
-			 * sends it again on the next one (next_send_at()).
-			 */
-			call->state = NC__CALL_SENT;
-			call->sent_gen = gen;
-		} else if (rc == -ECANCELED) {
-			nc__count(&x->stats->major_timeouts);
-			nc__call_finish(x, call, soft_timeout(x));
-		} else if (rc == -ECONNRESET) {
-			if (x->gen == gen)
-				nc__xprt_disconnect(x, false);
-		}
-		/* -ETIMEDOUT: the wait below runs the timeout at once. */
+		call_send_result(x, call, rc, gen);
 	}
 	return 0;
 }
@@ -1027,62 +1064,112 @@ static void account(struct nc__xprt *x, const struct nc__call *call,
 #undef ADD
 }
 
-int nc__xprt_batch_notify(struct nc__xprt *x, struct nc__rpc *rpcs, unsigned n,
-			  const struct nc_sent_notify *sent)
-{
-	struct nc__waiter waiter = { 0 };
-	/* The mode as the batch starts, for all its waits. */
-	enum task_mode wait_mode = wait_mode_of(x);
+/*
+ * A batch's calls, as the steps below take them in turn (as sunrpc's
+ * call_* steps do): made and encoded, driven to their end, ended, their
+ * replies decoded into the rpcs.
+ */
+struct batch {
+	struct nc__xprt *x;
+	struct nc__rpc *rpcs;
 	struct nc__call *calls;
-	bool held = false;
-	int first = 0, rc;
+	unsigned n;
 	uint64_t start;
+	struct nc__waiter waiter;
+	/* The mode as the batch starts, for all its waits. */
+	enum task_mode wait_mode;
+	bool held; /* in the killable region owes_answer() asks for */
+	const struct nc_sent_notify *sent; /* NULL once called */
+};
 
-	if (n == 0)
-		return 0;
-	calls = calloc(n, sizeof(*calls));
-	if (!calls) {
-		for (unsigned i = 0; i < n; i++)
-			rpcs[i].rc = -ENOMEM;
+/* Makes and encodes the calls; 0, or -ENOMEM with every rpc failed. */
+static int batch_make(struct batch *b)
+{
+	struct nc__xprt *x = b->x;
+
+	b->calls = calloc(b->n, sizeof(*b->calls));
+	if (!b->calls) {
+		for (unsigned i = 0; i < b->n; i++)
+			b->rpcs[i].rc = -ENOMEM;
 		return -ENOMEM;
 	}
-	region_task_cond_init(&waiter.cond);
-	atomic_fetch_add_explicit(&x->load, n, memory_order_relaxed);
-	atomic_fetch_add_explicit(&x->carried, n, memory_order_relaxed);
+	region_task_cond_init(&b->waiter.cond);
+	atomic_fetch_add_explicit(&x->load, b->n, memory_order_relaxed);
+	atomic_fetch_add_explicit(&x->carried, b->n, memory_order_relaxed);
 
 	region_task_mutex_lock_nofail(&x->lock);
-	start = region_now_ns();
-	for (unsigned i = 0; i < n; i++) {
-		struct nc__call *call = &calls[i];
+	b->start = region_now_ns();
+	for (unsigned i = 0; i < b->n; i++) {
+		struct nc__call *call = &b->calls[i];
 
-		call->rpc = &rpcs[i];
+		call->rpc = &b->rpcs[i];
 		call->task = region_task_current();
-		call->waiter = &waiter;
+		call->waiter = &b->waiter;
 		call->xid = x->next_xid++;
 		call->timeout_ns = x->timeout.initial_ns;
-		call->major_ns = start + major_budget(&x->timeout);
-		set_deadline(call, start);
+		call->major_ns = b->start + major_budget(&x->timeout);
+		set_deadline(call, b->start);
 		call->giveup_ns = x->timeout.mode == NC_HARD ? 0 :
 							       call->major_ns;
 		call->state = NC__CALL_UNSENT;
 	}
 	region_task_mutex_unlock(&x->lock);
-	for (unsigned i = 0; i < n; i++) {
-		rc = encode_call(x, &calls[i]);
+	for (unsigned i = 0; i < b->n; i++) {
+		int rc = encode_call(x, &b->calls[i]);
+
 		if (rc) {
-			calls[i].state = NC__CALL_DONE;
-			calls[i].rc = rc;
+			b->calls[i].state = NC__CALL_DONE;
+			b->calls[i].rc = rc;
 		}
 	}
+	return 0;
+}
 
-	region_task_mutex_lock_nofail(&x->lock);
+/*
+ * Waits, x->lock held, for what comes first: a reply (read here when the
+ * call is alone in flight, else by the receiver), a free slot, or wake.
+ * 0, or -EINTR.
+ */
+static int batch_wait(struct batch *b, uint64_t wake)
+{
+	struct nc__xprt *x = b->x;
+	int rc;
+
+	/* Alone in flight: read the reply ourselves. */
+	if (b->n == 1 && nc__lone_ok(x, &b->calls[0])) {
+		rc = nc__lone_read(x, &b->calls[0], b->wait_mode, wake);
+		return rc == -EINTR ? -EINTR : 0;
+	}
+	nc__reader_release(x, &b->calls[0]);
+	nc__reader_ensure(x);
+	if (x->inflight >= x->slots && !b->waiter.on_slot_list) {
+		b->waiter.next_slot = x->slot_waiters;
+		x->slot_waiters = &b->waiter;
+		b->waiter.on_slot_list = true;
+		nc__count(&x->stats->backlog);
+	}
+	rc = region_task_cond_wait(&b->waiter.cond, &x->lock, b->wait_mode,
+				   until(wake));
+	return rc == -EINTR ? -EINTR : 0;
+}
+
+/*
+ * Drives the calls, x->lock held: sends, retransmits, times out and waits
+ * until every one is done, or the transport stops or the task is
+ * interrupted.  Returns 0, or why it stopped early (-ESHUTDOWN, -EINTR).
+ */
+static int batch_run(struct batch *b)
+{
+	struct nc__xprt *x = b->x;
+	struct nc__call *calls = b->calls;
+	unsigned n = b->n;
+	int rc;
+
 	for (;;) {
 		uint64_t retry_at = 0, send_at, wake;
 
-		if (x->stop) {
-			rc = -ESHUTDOWN;
-			break;
-		}
+		if (x->stop)
+			return -ESHUTDOWN;
 		/*
 		 * A reader whose connection went (or whose call must be sent
 		 * again) hands the reading back before anything waits for
@@ -1095,28 +1182,30 @@ int nc__xprt_batch_notify(struct nc__xprt *x, struct nc__rpc *rpcs, unsigned n,
 		 * end only on a fatal interrupt (under policies that enforce
 		 * regions; percall shows what abandoning it does).
 		 */
-		if (!held && owes_answer(calls, n)) {
+		if (!b->held && owes_answer(calls, n)) {
 			region_begin_killable("rpc: a sent call that later "
 					      "calls depend on");
-			held = true;
+			b->held = true;
 		}
-		rc = xprt_send_pending(x, calls, n, &retry_at, &held);
+		rc = xprt_send_pending(x, calls, n, &retry_at, &b->held);
 		if (rc == -EINTR || rc == -ESHUTDOWN)
-			break;
+			return rc;
 		if (all_done(calls, n))
-			break;
-		if (sent && all_sent(calls, n)) {
+			return 0;
+		if (b->sent && all_sent(calls, n)) {
 			/* Once, and not under the lock: it may reply to FUSE. */
+			const struct nc_sent_notify *sent = b->sent;
+
+			b->sent = NULL;
 			region_task_mutex_unlock(&x->lock);
 			sent->fn(sent->arg);
-			sent = NULL;
 			region_task_mutex_lock_nofail(&x->lock);
 			continue;
 		}
 		/* Timeouts: every call whose deadline has passed. */
 		if (run_timeouts(x, calls, n)) {
 			if (all_done(calls, n))
-				break;
+				return 0;
 			continue;
 		}
 		/*
@@ -1126,80 +1215,97 @@ int nc__xprt_batch_notify(struct nc__xprt *x, struct nc__rpc *rpcs, unsigned n,
 		send_at = next_send_at(x, calls, n);
 		if (send_at && send_at <= region_now_ns())
 			continue;
-		if (!held && owes_answer(calls, n))
+		if (!b->held && owes_answer(calls, n))
 			continue; /* into the region first */
 		wake = next_deadline(calls, n);
 		if (send_at && send_at < wake)
 			wake = send_at;
 		if (rc == -EAGAIN && retry_at && retry_at < wake)
 			wake = retry_at;
-		/* Alone in flight: read the reply ourselves. */
-		if (n == 1 && nc__lone_ok(x, &calls[0])) {
-			rc = nc__lone_read(x, &calls[0], wait_mode, wake);
-			if (rc == -EINTR)
-				break;
-			continue;
-		}
-		nc__reader_release(x, &calls[0]);
-		nc__reader_ensure(x);
-		if (x->inflight >= x->slots && !waiter.on_slot_list) {
-			waiter.next_slot = x->slot_waiters;
-			x->slot_waiters = &waiter;
-			waiter.on_slot_list = true;
-			nc__count(&x->stats->backlog);
-		}
-		rc = region_task_cond_wait(&waiter.cond, &x->lock, wait_mode,
-					   until(wake));
-		if (rc == -EINTR)
-			break;
-		rc = 0;
+		if (batch_wait(b, wake) == -EINTR)
+			return -EINTR;
 	}
-	/* Whatever is still running ends with the reason the loop ended. */
-	for (unsigned i = 0; i < n; i++) {
-		if (calls[i].state != NC__CALL_DONE) {
-			nc__call_finish(x, &calls[i], rc ? rc : -EIO);
+}
+
+/*
+ * Ends what still runs with the reason rc the run ended, and lets go of
+ * the reading and the slot list; drops x->lock and leaves the region.
+ */
+static void batch_end(struct batch *b, int rc)
+{
+	struct nc__xprt *x = b->x;
+
+	for (unsigned i = 0; i < b->n; i++) {
+		if (b->calls[i].state != NC__CALL_DONE) {
+			nc__call_finish(x, &b->calls[i], rc ? rc : -EIO);
 			if (rc == -EINTR)
 				nc__count(&x->stats->interrupted);
 		}
 	}
-	nc__reader_release(x, &calls[0]);
-	if (waiter.on_slot_list) {
+	nc__reader_release(x, &b->calls[0]);
+	if (b->waiter.on_slot_list) {
 		struct nc__waiter **p;
 
 		for (p = &x->slot_waiters; *p; p = &(*p)->next_slot)
-			if (*p == &waiter) {
-				*p = waiter.next_slot;
+			if (*p == &b->waiter) {
+				*p = b->waiter.next_slot;
 				break;
 			}
 	}
 	region_task_mutex_unlock(&x->lock);
-	if (held)
+	if (b->held)
 		region_end_killable();
+}
 
-	for (unsigned i = 0; i < n; i++) {
-		struct nc__call *call = &calls[i];
+/*
+ * Decodes each reply into its rpc, counts it and gives its buffers back
+ * (or the reply to the rpc that keeps it); frees the calls.  Returns the
+ * first call's error, 0 if none failed.
+ */
+static int batch_collect(struct batch *b)
+{
+	struct nc__xprt *x = b->x;
+	int first = 0;
+
+	for (unsigned i = 0; i < b->n; i++) {
+		struct nc__call *call = &b->calls[i];
 
 		if (call->rc == 0 && call->reply)
 			call->rc = nc__decode_reply(x, call);
 		else if (call->rc == 0)
 			call->rc = -EIO;
-		account(x, call, start, region_now_ns());
-		rpcs[i].rc = call->rc;
+		account(x, call, b->start, region_now_ns());
+		b->rpcs[i].rc = call->rc;
 		if (call->rc && !first)
 			first = call->rc;
 		nc__count(&x->stats->calls);
 		if (call->rpc->keep_reply && call->rc == 0 && call->reply) {
-			rpcs[i].reply_rec = call->reply;
-			rpcs[i].reply_cap = call->reply_cap;
+			b->rpcs[i].reply_rec = call->reply;
+			b->rpcs[i].reply_cap = call->reply_cap;
 		} else {
 			nc__rec_put(x, call->reply, call->reply_cap);
 		}
 		free(call->rec);
 	}
-	atomic_fetch_sub_explicit(&x->load, n, memory_order_relaxed);
-	region_task_cond_destroy(&waiter.cond);
-	free(calls);
+	atomic_fetch_sub_explicit(&x->load, b->n, memory_order_relaxed);
+	region_task_cond_destroy(&b->waiter.cond);
+	free(b->calls);
 	return first;
+}
+
+int nc__xprt_batch_notify(struct nc__xprt *x, struct nc__rpc *rpcs, unsigned n,
+			  const struct nc_sent_notify *sent)
+{
+	struct batch b = { .x = x, .rpcs = rpcs, .n = n, .sent = sent };
+
+	if (n == 0)
+		return 0;
+	b.wait_mode = wait_mode_of(x);
+	if (batch_make(&b))
+		return -ENOMEM;
+	region_task_mutex_lock_nofail(&x->lock);
+	batch_end(&b, batch_run(&b));
+	return batch_collect(&b);
 }
 
 int nc__xprt_batch(struct nc__xprt *x, struct nc__rpc *rpcs, unsigned n)
