@@ -14,6 +14,8 @@
  * with this process, PR_SET_PDEATHSIG).  One thread, no locks.
  */
 #include "exercise_i.h"
+#include "mntrig.h"
+#include "netrig.h"
 #include "proc.h"
 
 #include <dirent.h>
@@ -236,7 +238,6 @@ static void __attribute__((format(printf, 1, 2))) note(const char *fmt, ...)
 /* Stops every process started and unmounts; leaves the directories. */
 static void stop_all(void)
 {
-	uint64_t end;
 	int st;
 
 	for (unsigned k = 0; k < o.procs; k++)
@@ -245,27 +246,13 @@ static void stop_all(void)
 			waitpid(g.w[k].pid, &st, 0);
 			g.w[k].reaped = true;
 		}
-	if (g.mounted) {
-		end = xnow_ns() + UMOUNT_DEADLINE_MS * 1000000ull;
-		while (umount2(g.mnt, 0) < 0 && errno == EBUSY &&
-		       xnow_ns() < end)
-			usleep(20000);
-		umount2(g.mnt, MNT_DETACH);
-		g.mounted = false;
-	}
-	if (g.daemon > 0) {
-		end = xnow_ns() + UMOUNT_DEADLINE_MS * 1000000ull;
-		kill(g.daemon, SIGTERM);
-		while (waitpid(g.daemon, &st, WNOHANG) != g.daemon) {
-			if (xnow_ns() > end) {
-				kill(g.daemon, SIGKILL);
-				waitpid(g.daemon, &st, 0);
-				break;
-			}
-			usleep(10000);
-		}
-		g.daemon = 0;
-	}
+	/* Unmounted, the daemon exits; one that never mounted is told to. */
+	if (g.mounted)
+		mntrig_stop(g.mnt, g.daemon, UMOUNT_DEADLINE_MS);
+	else
+		mntrig_end_child(g.daemon, UMOUNT_DEADLINE_MS);
+	g.mounted = false;
+	g.daemon = 0;
 	nf_stop(&g.nf);
 }
 
@@ -389,43 +376,28 @@ die(int code, const char *fmt, ...)
 
 static void mount_it(void)
 {
-	char opts[1024];
-	uint64_t end = xnow_ns() + START_DEADLINE_MS * 1000000ull;
-	int st;
+	char opts[1024], err[256];
+	int st, rc;
 
 	snprintf(opts, sizeof(opts), "port=%u,mountport=%u%s%s", g.nf.nfs_port,
 		 g.nf.mount_port, o.mount_opts[0] ? "," : "", o.mount_opts);
 	snprintf(g.source, sizeof(g.source), "%s:%s", o.server, g.local);
-	fflush(NULL);
-	g.daemon = fork();
-	if (g.daemon < 0)
-		die(2, "fork: %s", strerror(errno));
-	if (g.daemon == 0) {
-		int fd = open(g.dlog, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-
-		/* Unmounts cleanly if this process dies. */
-		prctl(PR_SET_PDEATHSIG, SIGTERM);
-		dup2(fd, 1);
-		dup2(fd, 2);
-		execl(o.intrfs, "intrfs", "-f", g.source, g.mnt, "-o", opts,
-		      (char *)NULL);
-		perror("exec intrfs");
-		_exit(127);
+	/* It unmounts cleanly if this process dies. */
+	g.daemon = mntrig_spawn(o.intrfs, g.source, g.mnt, opts, g.dlog,
+				MNTRIG_PARENT_DEATH, err, sizeof(err));
+	if (g.daemon < 0) {
+		g.daemon = 0;
+		die(2, "%s", err);
 	}
-	proc_note_pid(g.daemon);
-	while (!proc_intrfs_mounted(g.mnt)) {
-		if (waitpid(g.daemon, &st, WNOHANG) == g.daemon) {
-			g.daemon = 0;
-			print_tail(g.dlog, 20);
-			die(2,
-			    "intrfs exited (status 0x%x) instead of mounting",
-			    st);
-		}
-		if (xnow_ns() > end || stop_req)
-			die(2, "intrfs did not mount %s within %d ms", g.mnt,
-			    START_DEADLINE_MS);
-		usleep(2000);
+	rc = mntrig_wait(g.daemon, g.mnt, START_DEADLINE_MS, &st);
+	if (rc > 0) {
+		g.daemon = 0;
+		print_tail(g.dlog, 20);
+		die(2, "intrfs exited (status 0x%x) instead of mounting", st);
 	}
+	if (rc < 0)
+		die(2, "intrfs did not mount %s within %d ms", g.mnt,
+		    START_DEADLINE_MS);
 	g.mounted = true;
 }
 
@@ -656,7 +628,7 @@ static void summary(void)
 	size_t n = 0;
 
 	if (nf_ctl(&g.nf, "stats", ans, sizeof(ans)) == 0)
-		faults = nf_json_num(ans, "faults");
+		faults = netrig_json_long(ans, "faults");
 	for (unsigned k = 0; k < o.procs; k++) {
 		for (unsigned i = 0; i < XOP_N; i++)
 			count[i] += g.sh[k].count[i];

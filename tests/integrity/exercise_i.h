@@ -159,7 +159,6 @@ void nf_stop(struct nf *nf);
 /* One request on the control socket: 0 when the answer (in ans) is ok. */
 int nf_ctl(const struct nf *nf, const char *req, char *ans, size_t len);
 /* The number of "key": in a JSON answer, -1 if none. */
-long nf_json_num(const char *ans, const char *key);
 /*
  * Adds a random rule (the rule in rule), removing the oldest one past
  * NF_MAX_RULES; 0, or -1 with netfault's answer in ans.

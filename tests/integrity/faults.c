@@ -8,6 +8,7 @@
  * It never stops netfault but through nf_stop(), by its pid.
  */
 #include "exercise_i.h"
+#include "mntrig.h"
 #include "netrig.h"
 #include "proc.h"
 
@@ -87,25 +88,13 @@ int nf_start(struct nf *nf, const struct xopts *o, volatile sig_atomic_t *stop)
 
 void nf_stop(struct nf *nf)
 {
-	int st;
-
-	if (nf->pid <= 0)
-		return;
-	kill(nf->pid, SIGTERM);
-	waitpid(nf->pid, &st, 0);
+	mntrig_end_child(nf->pid, 5000);
 	nf->pid = 0;
 }
 
 int nf_ctl(const struct nf *nf, const char *req, char *ans, size_t len)
 {
 	return netrig_ask(nf->sock, req, ans, len, NF_CTL_DEADLINE_MS);
-}
-
-long nf_json_num(const char *ans, const char *key)
-{
-	long long n;
-
-	return netrig_json_number(ans, key, &n) ? (long)n : -1;
 }
 
 static double prob(struct nf *nf, unsigned lo, unsigned hi)
@@ -224,7 +213,7 @@ int nf_add_random(struct nf *nf, char *rule, size_t rlen, char *ans,
 	snprintf(req, sizeof(req), "add %s", rule);
 	if (nf_ctl(nf, req, ans, alen) < 0)
 		return -1;
-	nf->ids[nf->nrules++] = (int)nf_json_num(ans, "id");
+	nf->ids[nf->nrules++] = (int)netrig_json_long(ans, "id");
 	nf->added++;
 	return 0;
 }

@@ -4,6 +4,8 @@
  */
 #include "netrig.h"
 
+#include "mntrig.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
@@ -15,19 +17,11 @@
 #include <time.h>
 #include <unistd.h>
 
-static int64_t ms_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 int netrig_ask(const char *sock, const char *req, char *ans, size_t len,
 	       int deadline_ms)
 {
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
-	int64_t end = ms_now() + deadline_ms;
+	int64_t end = (int64_t)mntrig_now_ms() + deadline_ms;
 	size_t got = 0;
 	int fd;
 
@@ -53,7 +47,7 @@ int netrig_ask(const char *sock, const char *req, char *ans, size_t len,
 	}
 	while (got < len - 1 && !memchr(ans, '\n', got)) {
 		struct pollfd p = { fd, POLLIN, 0 };
-		int left = (int)(end - ms_now());
+		int left = (int)(end - (int64_t)mntrig_now_ms());
 		ssize_t n;
 
 		if (left <= 0)
@@ -89,6 +83,13 @@ bool netrig_json_number(const char *json, const char *key, long long *out)
 	p += strlen(needle);
 	*out = strtoll(p, &end, 10);
 	return end != p;
+}
+
+long netrig_json_long(const char *json, const char *key)
+{
+	long long n;
+
+	return netrig_json_number(json, key, &n) ? (long)n : -1;
 }
 
 static int load(struct netrig_partition *p, const char *prefix,

@@ -26,6 +26,8 @@ int netrig_ask(const char *sock, const char *req, char *ans, size_t len,
  * there is none.
  */
 bool netrig_json_number(const char *json, const char *key, long long *out);
+/* The same number, or -1 when there is none (for counts and ids). */
+long netrig_json_long(const char *json, const char *key);
 
 /*
  * A partition: an nftables table named PREFIX_PID (tests/run deletes the

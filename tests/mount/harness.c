@@ -9,6 +9,7 @@
  */
 #include "harness.h"
 
+#include "mntrig.h"
 #include "netrig.h"
 
 #include <dirent.h>
@@ -181,40 +182,33 @@ void srv_wait_queues_full(const struct test_server *s)
 
 /* The spare server. */
 
+/* A script's lines that are not the server's, as TAP comments. */
+static void comment(const char *line)
+{
+	fprintf(stderr, "# %s\n", line);
+}
+
 /* Runs start-server for the spare and reads what it prints into s. */
 static void spare_run_start(struct test_server *s)
 {
-	static char export_dir[600];
+	static struct srvrig spare; /* s points into it */
 	const char *scripts = testenv_get("INTRFS_TEST_SCRIPTS");
 	const char *dir = testenv_get("INTRFS_TEST_SPARE_DIR");
 	unsigned ports[4];
-	char cmd[2048], line[600];
-	FILE *f;
+	char cmd[2048];
 
 	if (sscanf(testenv_get("INTRFS_TEST_SPARE_PORTS"), "%u %u %u %u",
 		   &ports[0], &ports[1], &ports[2], &ports[3]) != 4)
 		TEST__FAIL("INTRFS_TEST_SPARE_PORTS is not four ports");
 	snprintf(cmd, sizeof(cmd),
 		 "%s/start-server --run-dir %s --nfs-port %u --mount-port %u "
-		 "--nlm-port %u --rquota-port %u 2>&1",
+		 "--nlm-port %u --rquota-port %u",
 		 scripts, dir, ports[0], ports[1], ports[2], ports[3]);
-	fflush(NULL);
-	f = popen(cmd, "r");
-	ASSERT_NOT_NULL(f);
-	s->ganesha = 0;
-	while (fgets(line, sizeof(line), f)) {
-		line[strcspn(line, "\n")] = '\0';
-		if (strncmp(line, "pid=", 4) == 0)
-			s->ganesha = (pid_t)atoi(line + 4);
-		else if (strncmp(line, "export=", 7) == 0)
-			snprintf(export_dir, sizeof(export_dir), "%s",
-				 line + 7);
-		else
-			fprintf(stderr, "# %s\n", line);
-	}
-	if (pclose(f) != 0 || s->ganesha <= 0)
+	memset(&spare, 0, sizeof(spare));
+	if (srvrig_run(&spare, cmd, comment) != 0 || spare.pid <= 0)
 		TEST__FAIL("the spare server did not start (%s)", cmd);
-	s->export_dir = export_dir;
+	s->ganesha = spare.pid;
+	s->export_dir = spare.export_dir;
 	s->nfs_port = ports[0];
 	s->mount_port = ports[1];
 	s->nlm_port = ports[2];
@@ -257,38 +251,30 @@ void spare_stop(struct test_server *s)
 /* Runs two-hosts CMD with args, and reads what it prints into s. */
 static void hosts_run(struct test_server *s, const char *cmd, const char *args)
 {
-	static char export_dir[600], netns[600];
-	char line[600], run[1200];
-	FILE *f;
+	static char export_dir[512]; /* s points to it */
+	struct srvrig hosts = { 0 };
+	char run[1200];
 
-	snprintf(run, sizeof(run), "%s %s %s %s 2>&1", TWO_HOSTS, cmd,
-		 HOSTS_DIR, args);
-	fflush(NULL);
-	f = popen(run, "r");
-	ASSERT_NOT_NULL(f);
-	while (fgets(line, sizeof(line), f)) {
-		line[strcspn(line, "\n")] = '\0';
-		if (strncmp(line, "pid=", 4) == 0)
-			s->ganesha = (pid_t)atoi(line + 4);
-		else if (strncmp(line, "export=", 7) == 0)
-			snprintf(export_dir, sizeof(export_dir), "%s",
-				 line + 7);
-		else if (strncmp(line, "client_netns=", 13) == 0)
-			snprintf(netns, sizeof(netns), "%s", line + 13);
-		else if (strncmp(line, "nfs_port=", 9) == 0)
-			s->nfs_port = (unsigned)atoi(line + 9);
-		else if (strncmp(line, "mount_port=", 11) == 0)
-			s->mount_port = (unsigned)atoi(line + 11);
-		else if (strncmp(line, "nlm_port=", 9) == 0)
-			s->nlm_port = (unsigned)atoi(line + 9);
-		else if (strncmp(line, "server=", 7) != 0)
-			fprintf(stderr, "# %s\n", line);
-	}
-	if (pclose(f) != 0)
+	snprintf(run, sizeof(run), "%s %s %s %s", TWO_HOSTS, cmd, HOSTS_DIR,
+		 args);
+	if (srvrig_run(&hosts, run, comment) != 0)
 		TEST__FAIL("%s failed", run);
-	s->export_dir = export_dir;
+	/* What it did not say stays as it was. */
+	if (hosts.pid > 0)
+		s->ganesha = hosts.pid;
+	if (hosts.export_dir[0]) {
+		snprintf(export_dir, sizeof(export_dir), "%s",
+			 hosts.export_dir);
+		s->export_dir = export_dir;
+	}
+	if (hosts.nfs_port)
+		s->nfs_port = hosts.nfs_port;
+	if (hosts.mount_port)
+		s->mount_port = hosts.mount_port;
+	if (hosts.nlm_port)
+		s->nlm_port = hosts.nlm_port;
 	if (strcmp(cmd, "up") == 0) {
-		int fd = open(netns, O_RDONLY | O_CLOEXEC);
+		int fd = open(hosts.client_netns, O_RDONLY | O_CLOEXEC);
 
 		ASSERT_GE(fd, 0);
 		ASSERT_EQ(setns(fd, CLONE_NEWNET), 0);
@@ -404,12 +390,7 @@ void nf_front(struct test_server *via, const struct test_server *s,
 
 void nf_front_stop(void)
 {
-	int st;
-
-	if (nf_pid <= 0)
-		return;
-	kill(nf_pid, SIGTERM);
-	waitpid(nf_pid, &st, 0);
+	mntrig_end_child(nf_pid, 5000);
 	nf_pid = 0;
 }
 
@@ -427,16 +408,14 @@ static void track(struct mnt *m, bool on)
 	}
 }
 
-/* Starts the daemon; returns its pid. */
 /*
  * Starts a daemon mounting local, a directory of the export, or (NULL) a
- * fresh one.
+ * fresh one; returns its pid.
  */
 static pid_t spawn_daemon(struct mnt *m, const struct test_server *s,
 			  const char *opts, const char *local)
 {
-	const char *intrfs = intrfs_bin();
-	char sub[64], source[600], o[800];
+	char sub[64], source[600], o[800], err[256];
 	pid_t pid;
 	int fd;
 
@@ -467,19 +446,10 @@ static pid_t spawn_daemon(struct mnt *m, const struct test_server *s,
 		 s->nfs_port, s->mount_port, s->nlm_port, opts[0] ? "," : "",
 		 opts);
 	snprintf(m->opts, sizeof(m->opts), "%s", o);
-	fflush(NULL);
-	pid = fork();
-	ASSERT_GE(pid, 0);
-	if (pid == 0) {
-		fd = open(m->log, O_WRONLY | O_NOFOLLOW);
-		dup2(fd, 1);
-		dup2(fd, 2);
-		execl(intrfs, "intrfs", "-f", source, m->dir, "-o", o,
-		      (char *)NULL);
-		perror("exec intrfs");
-		_exit(127);
-	}
-	proc_note_pid(pid);
+	pid = mntrig_spawn(intrfs_bin(), source, m->dir, o, m->log, 0, err,
+			   sizeof(err));
+	if (pid < 0)
+		TEST__FAIL("%s", err);
 	return pid;
 }
 
@@ -517,40 +487,18 @@ void mnt_wait_log(const struct mnt *m, const char *what, unsigned ms)
 			   what, ms, log);
 }
 
-/* The last len - 1 bytes of the daemon's log; its size in *size. */
-static void read_log_tail(const struct mnt *m, char *buf, size_t len,
-			  off_t *size)
-{
-	int fd = open(m->log, O_RDONLY);
-	struct stat st;
-	ssize_t n = -1;
-
-	*size = 0;
-	if (fd >= 0 && fstat(fd, &st) == 0) {
-		off_t from = st.st_size > (off_t)(len - 1) ?
-				     st.st_size - (off_t)(len - 1) :
-				     0;
-
-		*size = st.st_size;
-		n = pread(fd, buf, len - 1, from);
-	}
-	buf[n > 0 ? n : 0] = '\0';
-	if (fd >= 0)
-		close(fd);
-}
-
 void mnt_dump_tasks(const struct mnt *m, char *buf, size_t len)
 {
 	uint64_t end = region_now_ns() + 2000000000ull;
 	off_t size, last = -1;
 
 	if (m->pid <= 0 || kill(m->pid, SIGUSR1) < 0) {
-		read_log_tail(m, buf, len, &size);
+		mntrig_log_tail(m->log, buf, len, &size);
 		return;
 	}
 	/* The dump is written in pieces: done when the log stops growing. */
 	for (;;) {
-		read_log_tail(m, buf, len, &size);
+		mntrig_log_tail(m->log, buf, len, &size);
 		if (strstr(buf, "intrfs: tasks on") && size == last)
 			return;
 		if (region_now_ns() > end)
@@ -563,28 +511,24 @@ void mnt_dump_tasks(const struct mnt *m, char *buf, size_t len)
 static void mount_wait(struct mnt *m, const struct test_server *s,
 		       const char *opts, const char *local)
 {
-	uint64_t end = region_now_ns() + MOUNT_DEADLINE_MS * 1000000ull;
 	char log[8192];
-	int status;
+	int status, rc;
 
 	memset(m, 0, sizeof(*m));
 	m->pid = spawn_daemon(m, s, opts, local);
 	track(m, true);
-	while (!proc_intrfs_mounted(m->dir)) {
-		if (waitpid(m->pid, &status, WNOHANG) == m->pid) {
-			m->pid = 0;
-			mnt_read_log(m, log, sizeof(log));
-			TEST__FAIL("intrfs exited (status %d) instead of "
-				   "mounting -o %s:\n%s",
-				   status, m->opts, log);
-		}
-		if (region_now_ns() > end) {
-			mnt_read_log(m, log, sizeof(log));
-			TEST__FAIL("intrfs did not mount within %d ms:\n%s",
-				   MOUNT_DEADLINE_MS, log);
-		}
-		usleep(2000);
+	rc = mntrig_wait(m->pid, m->dir, MOUNT_DEADLINE_MS, &status);
+	if (rc == 0)
+		return;
+	mnt_read_log(m, log, sizeof(log));
+	if (rc > 0) {
+		m->pid = 0;
+		TEST__FAIL("intrfs exited (status %d) instead of mounting "
+			   "-o %s:\n%s",
+			   status, m->opts, log);
 	}
+	TEST__FAIL("intrfs did not mount within %d ms:\n%s", MOUNT_DEADLINE_MS,
+		   log);
 }
 
 void mnt_start(struct mnt *m, const struct test_server *s, const char *opts)
@@ -607,19 +551,20 @@ void mnt_spawn(struct mnt *m, const struct test_server *s, const char *opts)
 int mnt_start_fails(struct mnt *m, const struct test_server *s,
 		    const char *opts, char *buf, size_t len)
 {
-	uint64_t end = region_now_ns() + MOUNT_DEADLINE_MS * 1000000ull;
-	int status;
+	int status, rc;
 
 	memset(m, 0, sizeof(*m));
 	m->pid = spawn_daemon(m, s, opts, NULL);
-	for (;;) {
-		if (waitpid(m->pid, &status, WNOHANG) == m->pid)
-			break;
-		if (proc_intrfs_mounted(m->dir))
-			TEST__FAIL("intrfs mounted with -o %s", m->opts);
-		ASSERT_LT(region_now_ns(), end);
-		usleep(2000);
-	}
+	track(m, true);
+	rc = mntrig_wait(m->pid, m->dir, MOUNT_DEADLINE_MS, &status);
+	if (rc == 0)
+		TEST__FAIL("intrfs mounted with -o %s", m->opts);
+	if (rc < 0)
+		TEST__FAIL("intrfs neither mounted nor exited within %d ms "
+			   "with -o %s",
+			   MOUNT_DEADLINE_MS, m->opts);
+	m->pid = 0;
+	track(m, false);
 	mnt_read_log(m, buf, len);
 	rmdir(m->dir);
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
@@ -627,27 +572,16 @@ int mnt_start_fails(struct mnt *m, const struct test_server *s,
 
 void mnt_stop(struct mnt *m)
 {
-	uint64_t end = region_now_ns() + UMOUNT_DEADLINE_MS * 1000000ull;
-	int status;
+	int rc;
 
 	if (live_srv)
 		srv_resume(live_srv);
-	if (umount2(m->dir, 0) < 0 && errno != EINVAL)
-		umount2(m->dir, MNT_DETACH);
-	while (m->pid > 0 && waitpid(m->pid, &status, WNOHANG) != m->pid) {
-		if (region_now_ns() > end) {
-			kill(m->pid, SIGKILL);
-			waitpid(m->pid, &status, 0);
-			umount2(m->dir, MNT_DETACH);
-			m->pid = 0;
-			track(m, false);
-			TEST__FAIL("intrfs did not exit after the unmount");
-		}
-		usleep(2000);
-	}
+	rc = mntrig_stop(m->dir, m->pid, UMOUNT_DEADLINE_MS);
 	m->pid = 0;
-	rmdir(m->dir);
 	track(m, false);
+	if (rc < 0)
+		TEST__FAIL("intrfs did not exit after the unmount");
+	rmdir(m->dir);
 }
 
 /* intrfsctl m stats, its JSON in out. */

@@ -8,6 +8,7 @@
  */
 #include "scenario.h"
 #include "intrfs/util.h"
+#include "mntrig.h"
 #include "proc.h"
 
 #include <errno.h>
@@ -29,14 +30,6 @@
 #define NETFAULT_DEADLINE_MS 10000
 #define CONTROL_DEADLINE_MS 10000
 
-static uint64_t ms_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 static void say(const struct rig *r, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
@@ -53,58 +46,30 @@ static void say(const struct rig *r, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* The last lines of a log file, for an error message. */
-static void log_tail(const char *path, char *buf, size_t len)
-{
-	int fd = open(path, O_RDONLY);
-	off_t size;
-	ssize_t n;
-
-	buf[0] = '\0';
-	if (fd < 0)
-		return;
-	size = lseek(fd, 0, SEEK_END);
-	if (size > (off_t)(len - 1))
-		lseek(fd, size - (off_t)(len - 1), SEEK_SET);
-	else
-		lseek(fd, 0, SEEK_SET);
-	n = read(fd, buf, len - 1);
-	buf[n > 0 ? n : 0] = '\0';
-	close(fd);
-}
-
 int rig_server_from_dir(struct rig_server *srv, const char *run_dir, char *err,
 			size_t len)
 {
 	char path[SCN_TEXT_MAX + 32], line[SCN_TEXT_MAX + 32];
+	struct srvrig env = { 0 };
 	FILE *f;
+	int rc;
 
 	memset(srv, 0, sizeof(*srv));
 	scn_copy(srv->run_dir, sizeof(srv->run_dir), run_dir);
 	snprintf(path, sizeof(path), "%s/instance.env", run_dir);
-	f = fopen(path, "r");
-	if (!f) {
+	rc = srvrig_read(&env, path);
+	if (rc < 0) {
 		snprintf(err, len,
 			 "%s: %s (is a server started there? "
 			 "mount-scripts/start-server --run-dir %s)",
-			 path, strerror(errno), run_dir);
+			 path, strerror(-rc), run_dir);
 		return -1;
 	}
-	while (fgets(line, sizeof(line), f)) {
-		line[strcspn(line, "\n")] = '\0';
-		if (!strncmp(line, "server=", 7))
-			scn_copy(srv->host, sizeof(srv->host), line + 7);
-		else if (!strncmp(line, "export=", 7))
-			scn_copy(srv->export_dir, sizeof(srv->export_dir),
-				 line + 7);
-		else if (!strncmp(line, "nfs_port=", 9))
-			srv->nfs_port = (unsigned)atoi(line + 9);
-		else if (!strncmp(line, "mount_port=", 11))
-			srv->mount_port = (unsigned)atoi(line + 11);
-		else if (!strncmp(line, "pid=", 4))
-			srv->pid = (pid_t)atoi(line + 4);
-	}
-	fclose(f);
+	scn_copy(srv->host, sizeof(srv->host), env.host);
+	scn_copy(srv->export_dir, sizeof(srv->export_dir), env.export_dir);
+	srv->nfs_port = env.nfs_port;
+	srv->mount_port = env.mount_port;
+	srv->pid = env.pid;
 	/* The NLM and RQUOTA ports a restart must write again. */
 	snprintf(path, sizeof(path), "%s/ganesha.conf", run_dir);
 	f = fopen(path, "r");
@@ -192,15 +157,10 @@ int rig_netfault_start(struct rig *r, char *err, size_t len)
 void rig_netfault_stop(struct rig *r)
 {
 	char errlog[160];
-	int status;
 
 	if (r->nf_pid <= 0)
 		return;
-	kill(r->nf_pid, SIGTERM);
-	if (!proc_gone_within(r->nf_pid, 5000)) {
-		kill(r->nf_pid, SIGKILL);
-		waitpid(r->nf_pid, &status, 0);
-	}
+	mntrig_end_child(r->nf_pid, 5000);
 	r->nf_pid = 0;
 	snprintf(errlog, sizeof(errlog), "%s.err", r->nf_log);
 	unlink(errlog);
@@ -317,10 +277,9 @@ static int kernel_mount(struct rig *r, const char *opts, char *err, size_t len)
 
 int rig_mount(struct rig *r, const char *opts, char *err, size_t len)
 {
-	uint64_t end = ms_now() + MOUNT_DEADLINE_MS;
 	char source[SCN_TEXT_MAX + 160], o[SCN_TEXT_MAX * 2 + 64];
 	char tail[2048];
-	int status;
+	int status, rc;
 	pid_t pid;
 
 	r->hung[0] = '\0';
@@ -341,50 +300,32 @@ int rig_mount(struct rig *r, const char *opts, char *err, size_t len)
 			 r->nf_nlm_port);
 	snprintf(o + strlen(o), sizeof(o) - strlen(o), "%s%s",
 		 opts[0] ? "," : "", opts);
-	fflush(NULL);
-	pid = fork();
+	pid = mntrig_spawn(r->paths->intrfs, source, r->mnt, o, r->mnt_log,
+			   MNTRIG_OWN_GROUP, err, len);
 	if (pid < 0) {
-		snprintf(err, len, "fork: %s", strerror(errno));
+		rmdir(r->mnt);
+		r->mnt[0] = '\0';
 		return -1;
 	}
-	if (pid == 0) {
-		int fd = open(r->mnt_log,
-			      O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
-
-		dup2(fd, 1);
-		dup2(fd, 2);
-		setpgid(0, 0);
-		execl(r->paths->intrfs, "intrfs", "-f", source, r->mnt, "-o", o,
-		      (char *)NULL);
-		fprintf(stderr, "exec %s: %s\n", r->paths->intrfs,
-			strerror(errno));
-		_exit(127);
-	}
 	r->daemon = pid;
-	proc_note_pid(pid);
 	say(r, "intrfs (pid %d) mounts %s on %s -o %s", (int)pid, source,
 	    r->mnt, o);
-	while (!proc_intrfs_mounted(r->mnt)) {
-		bool exited = waitpid(pid, &status, WNOHANG) == pid;
-
-		if (exited || ms_now() > end) {
-			log_tail(r->mnt_log, tail, sizeof(tail));
-			snprintf(err, len, "intrfs %s -o %s:\n%s",
-				 exited ? "exited instead of mounting" :
-					  "did not mount within 15 s",
-				 o, tail);
-			if (!exited) {
-				kill(pid, SIGKILL);
-				waitpid(pid, &status, 0);
-			}
-			r->daemon = 0;
-			rmdir(r->mnt);
-			r->mnt[0] = '\0';
-			return -1;
-		}
-		usleep(2000);
+	rc = mntrig_wait(pid, r->mnt, MOUNT_DEADLINE_MS, &status);
+	if (rc == 0)
+		return 0;
+	if (rc < 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
 	}
-	return 0;
+	mntrig_log_tail(r->mnt_log, tail, sizeof(tail), NULL);
+	snprintf(err, len, "intrfs %s -o %s:\n%s",
+		 rc > 0 ? "exited instead of mounting" :
+			  "did not mount within 15 s",
+		 o, tail);
+	r->daemon = 0;
+	rmdir(r->mnt);
+	r->mnt[0] = '\0';
+	return -1;
 }
 
 int rig_overlay_mount(struct rig *r, char *err, size_t len)
@@ -505,8 +446,7 @@ static void keep_hung_report(struct rig *r)
 
 int rig_umount(struct rig *r, char *err, size_t len)
 {
-	uint64_t end = ms_now() + UMOUNT_DEADLINE_MS;
-	int status, rc = 0;
+	int rc = 0;
 
 	if (!r->mnt[0])
 		return 0;
@@ -519,22 +459,12 @@ int rig_umount(struct rig *r, char *err, size_t len)
 		r->mnt[0] = '\0';
 		return 0;
 	}
-	if (umount2(r->mnt, 0) < 0 && errno != EINVAL)
-		umount2(r->mnt, MNT_DETACH);
-	while (r->daemon > 0 &&
-	       waitpid(r->daemon, &status, WNOHANG) != r->daemon) {
-		if (ms_now() > end) {
-			snprintf(err, len,
-				 "intrfs (pid %d) did not exit within %d s of "
-				 "the unmount; killed",
-				 (int)r->daemon, UMOUNT_DEADLINE_MS / 1000);
-			kill(r->daemon, SIGKILL);
-			waitpid(r->daemon, &status, 0);
-			umount2(r->mnt, MNT_DETACH);
-			rc = -1;
-			break;
-		}
-		usleep(2000);
+	if (mntrig_stop(r->mnt, r->daemon, UMOUNT_DEADLINE_MS) < 0) {
+		snprintf(err, len,
+			 "intrfs (pid %d) did not exit within %d s of the "
+			 "unmount; killed",
+			 (int)r->daemon, UMOUNT_DEADLINE_MS / 1000);
+		rc = -1;
 	}
 	r->daemon = 0;
 	rmdir(r->mnt);
@@ -596,35 +526,31 @@ int rig_kill_server(struct rig *r, char *err, size_t len)
 int rig_start_server(struct rig *r, char *err, size_t len)
 {
 	struct rig_server *srv = (struct rig_server *)r->srv;
-	char cmd[SCN_TEXT_MAX * 3 + 256], line[SCN_TEXT_MAX + 32];
-	pid_t pid = 0;
-	FILE *f;
+	char cmd[SCN_TEXT_MAX * 3 + 256];
+	struct srvrig now = { 0 };
+	int rc;
 
 	if (!r->down)
 		return 0;
 	snprintf(cmd, sizeof(cmd),
 		 "'%s/start-server' --run-dir '%s' --export '%s' --nfs-port %u "
-		 "--mount-port %u --nlm-port %u --rquota-port %u 2>&1",
+		 "--mount-port %u --nlm-port %u --rquota-port %u",
 		 r->paths->scripts, srv->run_dir, srv->export_dir,
 		 srv->nfs_port, srv->mount_port,
 		 srv->nlm_port ? srv->nlm_port : srv->nfs_port - 2,
 		 srv->rquota_port ? srv->rquota_port : srv->nfs_port - 3);
-	fflush(NULL);
-	f = popen(cmd, "r");
-	if (!f) {
-		snprintf(err, len, "popen %s: %s", cmd, strerror(errno));
+	rc = srvrig_run(&now, cmd, NULL);
+	if (rc < 0) {
+		snprintf(err, len, "%s: %s", cmd, strerror(errno));
 		return -1;
 	}
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, "pid=", 4))
-			pid = (pid_t)atoi(line + 4);
-	if (pclose(f) != 0 || pid <= 0) {
+	if (rc != 0 || now.pid <= 0) {
 		snprintf(err, len, "the server did not start again (%s)", cmd);
 		return -1;
 	}
-	srv->pid = pid;
+	srv->pid = now.pid;
 	r->down = false;
-	say(r, "server started again (pid %d)", (int)pid);
+	say(r, "server started again (pid %d)", (int)now.pid);
 	return 0;
 }
 

@@ -298,14 +298,6 @@ static void send_signal(const struct scenario *s, struct outcome *o)
 	o->sent++;
 }
 
-/* A number of a netfault answer ("conns"), or -1. */
-static long json_num(const char *ans, const char *key)
-{
-	long long n;
-
-	return netrig_json_number(ans, key, &n) ? (long)n : -1;
-}
-
 static int apply_fault(struct rig *r, const struct scn_fault *f, long *id,
 		       char *err, size_t len)
 {
@@ -321,7 +313,7 @@ static int apply_fault(struct rig *r, const struct scn_fault *f, long *id,
 				err[len - 1] = '\0';
 			return -1;
 		}
-		*id = json_num(ans, "id");
+		*id = netrig_json_long(ans, "id");
 		if (r->verbose)
 			fprintf(stderr, "  . netfault rule %ld: %s\n", *id,
 				f->rule);
@@ -369,7 +361,7 @@ static long long netfault_conns(struct rig *r)
 
 	if (rig_netfault_ask(r, "stats", ans, sizeof(ans)) < 0)
 		return -1;
-	return json_num(ans, "conns");
+	return netrig_json_long(ans, "conns");
 }
 
 static void kill_all(const struct scenario *s, struct outcome *o)
@@ -857,7 +849,7 @@ bool run_scenario(const struct scenario *s, struct rig *r,
 		char ans[4096];
 
 		if (rig_netfault_ask(r, "stats", ans, sizeof(ans)) == 0)
-			o->faults_applied = json_num(ans, "faults");
+			o->faults_applied = netrig_json_long(ans, "faults");
 	}
 out:
 	kill_all(s, o);
