@@ -30,6 +30,9 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <syslog.h>
 #include <unistd.h>
 
@@ -204,8 +207,88 @@ static void daemon_ready(char status)
  * (libfuse refuses what init() set against what the options asked): a stat
  * of the mount point waits for it, served by the session threads.  Only
  * then is the mount announced and the mount command told it worked.
+ *
+ * The stat is a child's, which holds no descriptor of /dev/fuse: a thread
+ * of the daemon itself whose request a session thread has read waits for
+ * the answer whatever signal comes, so a kill -9 of the daemon at that
+ * moment would leave it unable to exit (its last thread waiting on a
+ * connection that only its exit would abort).  The child's request is
+ * aborted with the connection instead, and the child ends.
  */
 static atomic_bool announced;
+
+/*
+ * The device of the mount on path, as a stat there sees it once INIT is
+ * through: 0, or -errno (the mount never came up, or the child failed).
+ */
+static int stat_own_mount(const char *path, dev_t *dev)
+{
+	int p[2], st, rc = -EIO;
+	ssize_t n;
+	pid_t pid;
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	pid = fork();
+	if (pid < 0) {
+		rc = -errno;
+		close(p[0]);
+		close(p[1]);
+		return rc;
+	}
+	if (pid == 0) {
+		struct stat sb;
+
+		/* Only async-signal-safe calls: the daemon has threads. */
+		if (dup2(p[1], 3) < 0 ||
+		    syscall(SYS_close_range, 4, ~0u, 0) < 0)
+			_exit(1);
+		if (stat(path, &sb) < 0)
+			_exit(2);
+		_exit(write(3, &sb.st_dev, sizeof(sb.st_dev)) ==
+				      (ssize_t)sizeof(sb.st_dev) ?
+			      0 :
+			      1);
+	}
+	close(p[1]);
+	do
+		n = read(p[0], dev, sizeof(*dev));
+	while (n < 0 && errno == EINTR);
+	close(p[0]);
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (n == (ssize_t)sizeof(*dev))
+		rc = 0;
+	return rc;
+}
+
+/*
+ * Readahead as Linux NFS sizes it, 15 READs of rsize: the kernel gives a
+ * FUSE mount 128 KiB, which keeps a reader waiting on one round trip after
+ * another.  The window is the mount's bdi (/sys/class/bdi/MAJ:MIN), and
+ * INIT's reply sets it too, so this runs once INIT is through.  Best
+ * effort: only root may write there.
+ */
+#define NFS_MAX_READAHEAD 15
+
+static void raise_readahead(struct intrfs *fs, dev_t dev)
+{
+	char path[96], val[32];
+	int fd, len;
+
+	snprintf(path, sizeof(path), "/sys/class/bdi/%u:%u/read_ahead_kb",
+		 major(dev), minor(dev));
+	len = snprintf(val, sizeof(val), "%u",
+		       NFS_MAX_READAHEAD * (nc_client_rsize(fs->nc) / 1024));
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (write(fd, val, (size_t)len) != len)
+		fprintf(stderr,
+			PROG ": could not set readahead to %s KiB: %s\n", val,
+			strerror(errno));
+	close(fd);
+}
 
 static void announce(struct intrfs *fs)
 {
@@ -225,11 +308,14 @@ static void announce(struct intrfs *fs)
 static void *announce_main(void *arg)
 {
 	struct intrfs *fs = arg;
-	struct stat st;
+	dev_t dev;
 
 	/* The session ended first: it is the loop's end that reports. */
-	if (stat(fs->mountpoint, &st) == 0 && !fuse_session_exited(fs->se))
+	if (stat_own_mount(fs->mountpoint, &dev) == 0 &&
+	    !fuse_session_exited(fs->se)) {
+		raise_readahead(fs, dev);
 		announce(fs);
+	}
 	return NULL;
 }
 

@@ -144,53 +144,10 @@ static void copy_fi(struct job *j, const struct fuse_file_info *fi)
 
 /* init and destroy */
 
-/*
- * Readahead as Linux NFS sizes it, 15 READs of rsize: the kernel gives a
- * FUSE mount 128 KiB, which keeps a reader waiting on one round trip after
- * another.  The window is the mount's bdi (/sys/class/bdi/MAJ:MIN), and
- * INIT's reply sets it too, so this runs once INIT is through: a stat of
- * the mount point waits for that, and our session threads answer it.
- * Best effort: only root may write there.
- */
-#define NFS_MAX_READAHEAD 15
-
-static void *raise_readahead(void *arg)
-{
-	struct intrfs *fs = arg;
-	char path[96], val[32];
-	struct stat st;
-	int fd, len;
-
-	if (stat(fs->mountpoint, &st) < 0)
-		return NULL;
-	snprintf(path, sizeof(path), "/sys/class/bdi/%u:%u/read_ahead_kb",
-		 major(st.st_dev), minor(st.st_dev));
-	len = snprintf(val, sizeof(val), "%u",
-		       NFS_MAX_READAHEAD * (nc_client_rsize(fs->nc) / 1024));
-	fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return NULL;
-	if (write(fd, val, (size_t)len) != len)
-		fprintf(stderr,
-			"intrfs: could not set readahead to %s KiB: "
-			"%s\n",
-			val, strerror(errno));
-	close(fd);
-	return NULL;
-}
-
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
 	struct intrfs *fs = userdata;
-	pthread_attr_t attr;
-	pthread_t th;
 
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	if (pthread_create(&th, &attr, raise_readahead, fs) != 0)
-		fprintf(stderr, "intrfs: readahead left at the kernel's "
-				"default\n");
-	pthread_attr_destroy(&attr);
 	/*
 	 * Big requests: 1 MiB reads and writes, several in flight; 16
 	 * readaheads keep loopback's pipe full, and bound their buffers

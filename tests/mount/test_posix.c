@@ -5,6 +5,7 @@
  * close, and the mount's own options and failures.
  */
 #include "harness.h"
+#include "mntrig.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -12,6 +13,7 @@
 #include <grp.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/sysmacros.h>
@@ -744,6 +746,56 @@ TEST_IMPL(mount_readahead)
 	mnt_start(&m, &s, "rsize=65536");
 	ASSERT_EQ(readahead_kb(&m), 15u * 64);
 	mnt_stop(&m);
+	return 0;
+}
+
+/*
+ * kill -9 of the daemon while its mount comes up ends it, even with the
+ * daemon's own first look at the mount point in flight (a GETATTR of the
+ * root, noac, its reply held 800 ms by netfault): it is reaped at once,
+ * never left waiting on a request only its own exit would abort.
+ */
+TEST_IMPL(mount_killed_while_mounting)
+{
+	struct test_server s, via;
+	struct mnt m;
+
+	srv_get(&s);
+	nf_front(&via, &s, "delay 800 dir=reply proc=GETATTR count=all");
+	for (int i = 0; i < 3; i++) {
+		uint64_t t0, end;
+		unsigned conn;
+		int st;
+
+		mnt_spawn(&m, &via, "noac");
+		/* mount(2) is through; the root's GETATTR is held. */
+		ASSERT_WITHIN(proc_intrfs_mounted(m.dir), 15000);
+		conn = mntrig_connection(m.dir);
+		test_sleep_ms(200);
+		ASSERT_EQ(kill(m.pid, SIGKILL), 0);
+		t0 = region_now_ns();
+		end = t0 + 5000000000ull;
+		/* Reaped: every thread gone, not only the main one. */
+		while (waitpid(m.pid, &st, WNOHANG) != m.pid) {
+			if (region_now_ns() > end) {
+				/* Let it go, then say what it did. */
+				mntrig_abort(conn);
+				waitpid(m.pid, &st, 0);
+				umount2(m.dir, MNT_DETACH);
+				TEST__FAIL(
+					"round %d: intrfs (pid %d) could not "
+					"exit 5 s after kill -9 (a thread "
+					"waiting on its own mount)",
+					i, (int)m.pid);
+			}
+			test_sleep_ms(1);
+		}
+		fprintf(stderr, "# round %d: reaped %.1f ms after kill -9\n", i,
+			(double)(region_now_ns() - t0) / 1e6);
+		umount2(m.dir, MNT_DETACH);
+		rmdir(m.dir);
+	}
+	nf_front_stop();
 	return 0;
 }
 
