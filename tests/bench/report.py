@@ -3,8 +3,8 @@
 
 Usage: report.py BENCH.json OUTDIR
 
-BENCH.json is what summary.py --json wrote (every sample, every figure's
-median, min and max, every check).  Writes OUTDIR/bench.md (the checks as
+BENCH.json is what figures.py summary --json wrote (every sample, every
+figure's median, min and max, every check).  Writes OUTDIR/bench.md (the checks as
 tables, section by section, with what bounds each throughput), and two
 charts beside it: OUTDIR/throughput.svg (each sequential figure against
 every peer and the ceilings: the export's disk, what the CPU per GiB
@@ -18,7 +18,7 @@ import platform
 import sys
 from xml.sax.saxutils import escape
 
-from summary import fmt  # the same numbers as the summary table
+from figures import fmt  # the same numbers as the summary table
 
 PEERS = [  # (label, metric pattern, colour)
     ("intrfs", "mount_{d}_{n}_mibs", "#2ca02c"),
