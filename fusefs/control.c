@@ -534,9 +534,7 @@ static int policy_set(struct intrfs *fs, const char *name, FILE *f, bool table)
 	char was[16];
 
 	if (!name || (!linux_now && region_policy_parse(name, &p) < 0)) {
-		fprintf(f,
-			"the policy is percall, region, sigmask or linux, not "
-			"'%s'\n",
+		fprintf(f, "the policy is " NC_POLICY_NAMES ", not '%s'\n",
 			name ? name : "");
 		return -EINVAL;
 	}

@@ -24,6 +24,7 @@
  * /run/intrfs/cgroup; where the kernel has no cgroup v1, in the cgroup v2
  * tree, below the cgroup intrfs-region runs in.
  */
+#include "intrfs/util.h"
 #include "region_cg.h"
 
 #include <errno.h>
@@ -455,7 +456,7 @@ int main(int argc, char **argv)
 		_exit(err == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN);
 	}
 	child_pid = pid;
-	for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
+	for (size_t i = 0; i < ARRAY_SIZE(forwarded); i++)
 		sigaction(forwarded[i], &sa, NULL);
 	do
 		n = waitpid(pid, &st, 0);

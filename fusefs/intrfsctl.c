@@ -8,6 +8,7 @@
  * ask about.
  */
 #include "ctl.h"
+#include "intrfs/netclient.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -97,7 +98,7 @@ static const struct command {
 	{ "tasks", 0, "no argument" },
 	{ "stats", 0, "no argument" },
 	{ "mountstats", 0, "no argument" },
-	{ "policy", 1, "one policy: percall, region, sigmask or linux" },
+	{ "policy", 1, "one policy: " NC_POLICY_NAMES },
 	{ "mode", 1, "one mode: killable, intr or nointr" },
 	{ "watchdog", 1, "one number of seconds (0: off)" },
 	{ "trace", 2, "'on FILE' or 'off'" },

@@ -420,8 +420,7 @@ static int opt_set(struct nc_opts *o, const struct opt_def *d, const char *val,
 		}
 		if (!val || region_policy_parse(val, &o->policy) < 0) {
 			snprintf(err, errlen,
-				 "option '%s' is percall, region, sigmask or "
-				 "linux, not '%s'",
+				 "option '%s' is " NC_POLICY_NAMES ", not '%s'",
 				 d->name, val ? val : "");
 			return -EINVAL;
 		}

@@ -115,6 +115,12 @@ struct nc_opts {
 };
 
 /*
+ * The names policy= takes, for messages: the region API's policies and
+ * linux (percall with the waits linux_waits names).
+ */
+#define NC_POLICY_NAMES "percall, region, sigmask or linux"
+
+/*
  * Defaults: hard, killable, policy=region, send=interruptible, and each
  * number's as --help says it (nc_opt_help(): timeo=600, retrans=2...).
  */

@@ -23,7 +23,6 @@
 #define DEFAULT_TIMEOUT_NS 60000000000ull
 #define TOKENS_MAX 32
 #define DEFAULT_REGION_REASON "scenario"
-#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 static const char *const op_names[] = {
 	[OP_READ] = "read",	  [OP_WRITE] = "write",
