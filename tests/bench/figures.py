@@ -178,6 +178,10 @@ def checks(params):
             add("mount_%s_%d_of_tcp" % (d, n), "mount_%s_%d_mibs" % (d, n),
                 "ceiling_tcp_mibs", "-",
                 "%s, %s: intrfs / one loopback TCP stream" % (d, s))
+            add("mount_%s_%d_of_fuse" % (d, n), "mount_%s_%d_mibs" % (d, n),
+                "fuse_%s_%d_mibs" % (d, n), "-",
+                "%s, %s: intrfs / FUSE alone (the same dd's through "
+                "fuse_floor, which keeps no bytes)" % (d, s))
     for d in ("write", "read"):
         add("mount_nc1_%s_4_vs_nfscp" % d, "mount_nc1_%s_4_mibs" % d,
             "nfscp_%s_4_mibs" % d, "-",
@@ -199,7 +203,7 @@ def checks(params):
     for n in (1, 4):
         for d in ("write", "read"):
             s = "%s, %d stream(s)" % (d, n)
-            for p in ("mount", "nfscp", "local"):
+            for p in ("mount", "nfscp", "local", "fuse"):
                 add("cpu_%s_%s_%d" % (p, d, n), "cpu_%s_%s_%d_total" % (p, d, n),
                     None, "-", "%s: CPU-s per GiB, %s (all sides)" % (s, p))
             add("cpu_mount_%s_%d_daemon" % (d, n),
@@ -208,6 +212,9 @@ def checks(params):
             add("cpu_mount_%s_%d_server" % (d, n),
                 "cpu_mount_%s_%d_server" % (d, n), None, "-",
                 "%s: CPU-s per GiB, ganesha serving intrfs" % s)
+            add("cpu_fuse_%s_%d_daemon" % (d, n),
+                "cpu_fuse_%s_%d_daemon" % (d, n), None, "-",
+                "%s: CPU-s per GiB, fuse_floor's daemon (FUSE alone)" % s)
             add("cpu_nfscp_%s_%d_server" % (d, n),
                 "cpu_nfscp_%s_%d_server" % (d, n), None, "-",
                 "%s: CPU-s per GiB, ganesha serving nfs-cp" % s)
@@ -437,6 +444,7 @@ def check_quick(args):
             "cpu_mount_read_1_daemon", "cpu_mount_write_4_server",
             "cpu_nfscp_read_1_client", "cpu_local_write_1_client",
             "cpu_mount_read_4_ceiling_mibs", "ceiling_tcp_mibs",
+            "fuse_write_1_mibs", "fuse_read_4_mibs", "cpu_fuse_read_1_daemon",
             "meta_create_floor", "meta_lsl_sshfs", "rpcs_create_total",
             "intr_64_floor_p99_us", "kill_hard_p50_ms", "scale_16_intr_mibs",
             "overhead_read_sigmask", "mount_rss_mib", "mount_nc4_rss_mib",

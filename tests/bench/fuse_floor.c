@@ -1,14 +1,20 @@
 /*
  * fuse_floor MOUNTPOINT: the floor FUSE itself sets for a metadata
- * workload.  A bare FUSE daemon (libfuse3 low-level API, the same
- * multi-threaded loop as intrfs) that keeps its whole namespace in memory
- * and answers every request at once: no server, no RPC, no region.  It
- * caches as intrfs does by default (entries and directories 30 s, files'
- * attributes 3 s, negative entries 30 s), so the kernel sends it the same
- * requests.  meta_bench on it measures what FUSE costs (the kernel, the
- * /dev/fuse round trips, libfuse); the bare-RPC floor measures what the
- * server costs; intrfs is held to their sum.  Runs in the foreground until
- * unmounted.
+ * workload and for sequential I/O.  A bare FUSE daemon (libfuse3 low-level
+ * API, the same multi-threaded loop as intrfs) that keeps its whole
+ * namespace in memory and answers every request at once: no server, no
+ * RPC, no region.  It caches as intrfs does by default (entries and
+ * directories 30 s, files' attributes 3 s, negative entries 30 s), so the
+ * kernel sends it the same requests.  meta_bench on it measures what FUSE
+ * costs (the kernel, the /dev/fuse round trips, libfuse); the bare-RPC
+ * floor measures what the server costs; intrfs is held to their sum.
+ *
+ * Its files have a size and no bytes: a write keeps none of its data (it
+ * only moves the file's end), a read answers zeros.  It asks INIT for what
+ * intrfs asks (1 MiB writes and readahead requests, 16 in the background,
+ * asynchronous reads, no writeback cache), so dd on it moves its data
+ * through FUSE as dd on intrfs does, and the CPU that takes is what FUSE
+ * alone costs a GiB.  Runs in the foreground until unmounted.
  */
 #include "floor_serve.h"
 
@@ -332,6 +338,82 @@ static void ff_ok(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fuse_reply_err(req, 0);
 }
 
+/* What intrfs's init asks of the kernel (fusefs/ops.c op_init). */
+#define MAX_IO (1u << 20)
+
+static void ff_init(void *userdata, struct fuse_conn_info *conn)
+{
+	(void)userdata;
+	conn->max_write = MAX_IO;
+	conn->max_readahead = MAX_IO;
+	conn->max_background = 16;
+	conn->congestion_threshold = 12;
+	if (conn->capable & FUSE_CAP_ASYNC_READ)
+		conn->want |= FUSE_CAP_ASYNC_READ;
+	if (conn->capable & FUSE_CAP_ASYNC_DIO)
+		conn->want |= FUSE_CAP_ASYNC_DIO;
+	if (conn->capable & FUSE_CAP_READDIRPLUS)
+		conn->want |= FUSE_CAP_READDIRPLUS;
+	if (conn->capable & FUSE_CAP_READDIRPLUS_AUTO)
+		conn->want |= FUSE_CAP_READDIRPLUS_AUTO;
+	if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
+		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
+	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+}
+
+/* Zeros up to the file's end. */
+static void ff_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	static const char zeros[MAX_IO];
+	struct node *n;
+	off_t end = 0;
+
+	(void)fi;
+	pthread_mutex_lock(&lock);
+	n = get(ino);
+	if (n)
+		end = n->st.st_size;
+	pthread_mutex_unlock(&lock);
+	if (!n) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	if (size > sizeof(zeros))
+		size = sizeof(zeros);
+	if (off >= end)
+		size = 0;
+	else if ((off_t)size > end - off)
+		size = (size_t)(end - off);
+	fuse_reply_buf(req, zeros, size);
+}
+
+/* The bytes are dropped; the file's end moves past them. */
+static void ff_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
+		     size_t size, off_t off, struct fuse_file_info *fi)
+{
+	struct node *n;
+
+	(void)buf;
+	(void)fi;
+	pthread_mutex_lock(&lock);
+	n = get(ino);
+	if (n && off + (off_t)size > n->st.st_size)
+		n->st.st_size = off + (off_t)size;
+	pthread_mutex_unlock(&lock);
+	if (!n)
+		fuse_reply_err(req, ENOENT);
+	else
+		fuse_reply_write(req, size);
+}
+
+static void ff_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
+		     struct fuse_file_info *fi)
+{
+	(void)datasync;
+	ff_ok(req, ino, fi);
+}
+
 static void ff_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
 	(void)ino;
@@ -390,6 +472,7 @@ static void ff_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size,
 }
 
 static const struct fuse_lowlevel_ops ops = {
+	.init = ff_init,
 	.lookup = ff_lookup,
 	.forget = ff_forget,
 	.getattr = ff_getattr,
@@ -400,6 +483,9 @@ static const struct fuse_lowlevel_ops ops = {
 	.rmdir = ff_rmdir,
 	.rename = ff_rename,
 	.open = ff_open,
+	.read = ff_read,
+	.write = ff_write,
+	.fsync = ff_fsync,
 	.flush = ff_ok,
 	.release = ff_ok,
 	.opendir = ff_open,

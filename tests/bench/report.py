@@ -26,6 +26,7 @@ PEERS = [  # (label, metric pattern, colour)
     ("nfs-cp", "nfscp_{d}_{n}_mibs", "#1f77b4"),
     ("sshfs", "sshfs_{d}_{n}_mibs", "#ff7f0e"),
     ("the export's disk", "local_{d}_{n}_mibs", "#7f7f7f"),
+    ("FUSE alone (fuse_floor)", "fuse_{d}_{n}_mibs", "#bcbd22"),
     ("intrfs's CPU allows", "cpu_mount_{d}_{n}_ceiling_mibs", "#c5b0d5"),
 ]
 META_PEERS = [
@@ -228,6 +229,12 @@ def bounds(m):
                                 {}).get("median")),
                       fmt(cap["median"]), os.cpu_count() or 0,
                       100.0 * got["median"] / cap["median"])]
+            fuse = m.get("fuse_%s_%d_mibs" % (d, n))
+            fcpu = m.get("cpu_fuse_%s_%d_total" % (d, n))
+            if fuse and fcpu:
+                parts.append("FUSE alone (fuse_floor) gives %s MiB/s at %s "
+                             "CPU-s per GiB" % (fmt(fuse["median"]),
+                                                fmt(fcpu["median"])))
             if disk:
                 parts.append("the disk gives %s" % fmt(disk["median"]))
             if tcp:
