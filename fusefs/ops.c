@@ -26,6 +26,7 @@
  * through fs_reply_err() or a fuse_reply_*() once.
  */
 #include "fusefs_i.h"
+#include "fuse_wants.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -148,34 +149,10 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
 	struct intrfs *fs = userdata;
 
-	/*
-	 * Big requests: 1 MiB reads and writes, several in flight; 16
-	 * readaheads keep loopback's pipe full, and bound their buffers
-	 * (64 held 288 MiB at once beside write-behind's).
-	 */
-	conn->max_write = NC_MAX_IO;
-	conn->max_readahead = NC_MAX_IO;
+	intrfs_fuse_wants(conn);
 	/* libfuse refuses INIT unless this is what max_read= said. */
 	if (fs->o.max_read)
 		conn->max_read = fs->o.max_read;
-	conn->max_background = 16;
-	conn->congestion_threshold = 12;
-	if (conn->capable & FUSE_CAP_ASYNC_READ)
-		conn->want |= FUSE_CAP_ASYNC_READ;
-	if (conn->capable & FUSE_CAP_ASYNC_DIO)
-		conn->want |= FUSE_CAP_ASYNC_DIO;
-	if (conn->capable & FUSE_CAP_READDIRPLUS)
-		conn->want |= FUSE_CAP_READDIRPLUS;
-	/*
-	 * Entries with attributes only where the reader stats them (ls -l),
-	 * as the kernel sees from its lookups: a plain listing gets four
-	 * times as many entries a request.  Both come from the same copy
-	 * of the directory (dircache.c), read with READDIRPLUS either way.
-	 */
-	if (conn->capable & FUSE_CAP_READDIRPLUS_AUTO)
-		conn->want |= FUSE_CAP_READDIRPLUS_AUTO;
-	if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
-		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
 	/*
 	 * Asked for, as the file system clears setuid and setgid itself,
 	 * but libfuse 3.14 does not pass it on: killpriv.c takes the
@@ -189,8 +166,6 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	/* A caller's region may be declared on a directory too. */
 	if (conn->capable & FUSE_CAP_IOCTL_DIR)
 		conn->want |= FUSE_CAP_IOCTL_DIR;
-	/* The page cache would hide writes from the server's errors. */
-	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
 	/*
 	 * Locks go to the server's lock manager (locks.c) but for the kinds
 	 * local_lock= or nolock keep in this kernel: without the capability

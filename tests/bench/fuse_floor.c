@@ -17,6 +17,7 @@
  * alone costs a GiB.  Runs in the foreground until unmounted.
  */
 #include "floor_serve.h"
+#include "fuse_wants.h"
 
 #include <errno.h>
 #include <fuse_lowlevel.h>
@@ -338,27 +339,13 @@ static void ff_ok(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fuse_reply_err(req, 0);
 }
 
-/* What intrfs's init asks of the kernel (fusefs/ops.c op_init). */
-#define MAX_IO (1u << 20)
+#define MAX_IO NC_MAX_IO
 
+/* What intrfs's init asks (fuse_wants.h), nothing more. */
 static void ff_init(void *userdata, struct fuse_conn_info *conn)
 {
 	(void)userdata;
-	conn->max_write = MAX_IO;
-	conn->max_readahead = MAX_IO;
-	conn->max_background = 16;
-	conn->congestion_threshold = 12;
-	if (conn->capable & FUSE_CAP_ASYNC_READ)
-		conn->want |= FUSE_CAP_ASYNC_READ;
-	if (conn->capable & FUSE_CAP_ASYNC_DIO)
-		conn->want |= FUSE_CAP_ASYNC_DIO;
-	if (conn->capable & FUSE_CAP_READDIRPLUS)
-		conn->want |= FUSE_CAP_READDIRPLUS;
-	if (conn->capable & FUSE_CAP_READDIRPLUS_AUTO)
-		conn->want |= FUSE_CAP_READDIRPLUS_AUTO;
-	if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
-		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
-	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+	intrfs_fuse_wants(conn);
 }
 
 /* Zeros up to the file's end. */
