@@ -129,6 +129,20 @@ def derive(metrics):
         put(g + "_total", "CPU-s/GiB", total)
         put(g + "_ceiling_mibs", "MiB/s",
             {r: NCPU * 1024 / t for r, t in total.items() if t > 0})
+    # The floors' CPU for a transfer: FUSE alone (fuse_floor: the
+    # command's side and a daemon that does nothing) plus an RPC client
+    # and the server doing the same (nfs-cp: its side and ganesha's).
+    # intrfs has to do both; it counts the local file's copy twice
+    # (nfs-cp reads or writes one, and so does the dd on fuse_floor but
+    # for /dev/null), so it errs low.
+    for d in ("write", "read"):
+        for n in (1, 4):
+            a = metrics.get("cpu_fuse_%s_%d_total" % (d, n))
+            b = metrics.get("cpu_nfscp_%s_%d_total" % (d, n))
+            if a and b:
+                put("cpu_floors_%s_%d_total" % (d, n), "CPU-s/GiB",
+                    {r: v + b["rounds"][r] for r, v in a["rounds"].items()
+                     if r in b["rounds"]})
     # Both floors: what the server costs plus what FUSE costs.
     for w in ("create", "mkdir", "rename", "readdir", "lsl"):
         a = metrics.get("meta_%s_floor" % w)
@@ -218,6 +232,16 @@ def checks(params):
             add("cpu_nfscp_%s_%d_server" % (d, n),
                 "cpu_nfscp_%s_%d_server" % (d, n), None, "-",
                 "%s: CPU-s per GiB, ganesha serving nfs-cp" % s)
+            add("cpu_mount_%s_%d_vs_floors" % (d, n),
+                "cpu_mount_%s_%d_total" % (d, n),
+                "cpu_floors_%s_%d_total" % (d, n), "-",
+                "%s: intrfs's CPU per GiB (all sides) / FUSE alone's plus "
+                "nfs-cp's (what it must spend adding nothing)" % s)
+            add("cpu_bound_%s_%d_vs_nfscp" % (d, n),
+                "cpu_nfscp_%s_%d_total" % (d, n),
+                "cpu_floors_%s_%d_total" % (d, n), "-",
+                "%s: nfs-cp's CPU per GiB / the floors': the most intrfs "
+                "/ nfs-cp can reach where both are bound by the CPU" % s)
             add("mount_%s_%d_of_cpu" % (d, n), "mount_%s_%d_mibs" % (d, n),
                 "cpu_mount_%s_%d_ceiling_mibs" % (d, n), "-",
                 "%s: intrfs / what its CPU per GiB allows on %d cores" %

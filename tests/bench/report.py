@@ -231,10 +231,15 @@ def bounds(m):
                       100.0 * got["median"] / cap["median"])]
             fuse = m.get("fuse_%s_%d_mibs" % (d, n))
             fcpu = m.get("cpu_fuse_%s_%d_total" % (d, n))
+            floors = m.get("cpu_floors_%s_%d_total" % (d, n))
             if fuse and fcpu:
                 parts.append("FUSE alone (fuse_floor) gives %s MiB/s at %s "
                              "CPU-s per GiB" % (fmt(fuse["median"]),
                                                 fmt(fcpu["median"])))
+            if floors:
+                parts.append("FUSE alone and nfs-cp together spend %s CPU-s "
+                             "per GiB, what intrfs must spend adding "
+                             "nothing" % fmt(floors["median"]))
             if disk:
                 parts.append("the disk gives %s" % fmt(disk["median"]))
             if tcp:

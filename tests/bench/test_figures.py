@@ -66,6 +66,12 @@ class Summary(unittest.TestCase):
                         (r, tck))
             rows.append("cpu_mount_write_1_daemon\t%d\t%d\tticks@512MiB" %
                         (r, 3 * tck))
+            rows.append("cpu_fuse_write_1_client\t%d\t%d\tticks@512MiB" %
+                        (r, tck))
+            rows.append("cpu_nfscp_write_1_client\t%d\t%d\tticks@512MiB" %
+                        (r, tck))
+            rows.append("cpu_nfscp_write_1_server\t%d\t%d\tticks@512MiB" %
+                        (r, tck))
             rows.append("meta_create_floor\t%d\t0.1\ts@1000ops" % r)
             rows.append("meta_create_fuse\t%d\t0.05\ts@1000ops" % r)
         path = samples("\n".join(rows) + "\n")
@@ -86,6 +92,8 @@ class Summary(unittest.TestCase):
         self.assertAlmostEqual(m["cpu_mount_write_1_ceiling_mibs"]["median"],
                                figures.NCPU * 1024 / 8.0)
         self.assertAlmostEqual(m["meta_create_floors"]["median"], 150.0)
+        # FUSE alone 2 + nfs-cp 4 CPU-s a GiB: the floors' 6; intrfs's 8.
+        self.assertAlmostEqual(m["cpu_floors_write_1_total"]["median"], 6.0)
         c = {x["name"]: x for x in d["checks"]}
         # Ratios round by round: 2, 1, 1.
         w = c["mount_write_1_vs_nfscp"]
@@ -96,6 +104,10 @@ class Summary(unittest.TestCase):
         self.assertNotIn("mount_write_1_vs_sshfs", c)
         self.assertNotIn("meta_create_vs_floor", c)
         self.assertIn("cpu_mount_write_1", c)
+        self.assertAlmostEqual(c["cpu_mount_write_1_vs_floors"]["median"],
+                               8.0 / 6.0)
+        self.assertAlmostEqual(c["cpu_bound_write_1_vs_nfscp"]["median"],
+                               4.0 / 6.0)
 
     def test_bad_usage(self):
         import contextlib
