@@ -384,7 +384,7 @@ static void mount_it(void)
 	snprintf(g.source, sizeof(g.source), "%s:%s", o.server, g.local);
 	/* It unmounts cleanly if this process dies. */
 	g.daemon = mntrig_spawn(o.intrfs, g.source, g.mnt, opts, g.dlog,
-				MNTRIG_PARENT_DEATH, err, sizeof(err));
+				PROC_PARENT_DEATH, err, sizeof(err));
 	if (g.daemon < 0) {
 		g.daemon = 0;
 		die(2, "%s", err);

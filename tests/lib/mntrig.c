@@ -16,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -128,6 +127,7 @@ pid_t mntrig_spawn(const char *bin, const char *source, const char *dir,
 		   const char *opts, const char *log, unsigned flags, char *err,
 		   size_t len)
 {
+	const char *argv[] = { "intrfs", "-f", source, dir, "-o", opts, NULL };
 	int fd = open(log,
 		      O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
 		      0644);
@@ -137,27 +137,10 @@ pid_t mntrig_spawn(const char *bin, const char *source, const char *dir,
 		snprintf(err, len, "open %s: %s", log, strerror(errno));
 		return -1;
 	}
-	fflush(NULL);
-	pid = fork();
-	if (pid < 0) {
+	pid = proc_spawn(bin, argv, fd, fd, flags);
+	if (pid < 0)
 		snprintf(err, len, "fork: %s", strerror(errno));
-		close(fd);
-		return -1;
-	}
-	if (pid == 0) {
-		dup2(fd, 1);
-		dup2(fd, 2);
-		if (flags & MNTRIG_OWN_GROUP)
-			setpgid(0, 0);
-		if (flags & MNTRIG_PARENT_DEATH)
-			prctl(PR_SET_PDEATHSIG, SIGTERM);
-		execl(bin, "intrfs", "-f", source, dir, "-o", opts,
-		      (char *)NULL);
-		fprintf(stderr, "exec %s: %s\n", bin, strerror(errno));
-		_exit(127);
-	}
 	close(fd);
-	proc_note_pid(pid);
 	return pid;
 }
 

@@ -10,6 +10,8 @@
 #ifndef INTRFS_TEST_MNTRIG_H
 #define INTRFS_TEST_MNTRIG_H
 
+#include "proc.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -37,10 +39,10 @@ int srvrig_run(struct srvrig *s, const char *cmd,
 /* The lines of a file (a run directory's instance.env): 0 or -errno. */
 int srvrig_read(struct srvrig *s, const char *path);
 
-/* The daemon's own process group: the caller's signals never reach it. */
-#define MNTRIG_OWN_GROUP 1u
-/* SIGTERM (a clean unmount) when the process that started it dies. */
-#define MNTRIG_PARENT_DEATH 2u
+/*
+ * flags: PROC_OWN_GROUP (proc.h), the caller's signals never reach it;
+ * PROC_PARENT_DEATH, SIGTERM (a clean unmount) when its starter dies.
+ */
 
 /*
  * Starts `bin -f source dir -o opts` with its stdout and stderr in log

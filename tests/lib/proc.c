@@ -258,6 +258,32 @@ static unsigned count_in(const char *path, const char *what)
 	return n;
 }
 
+pid_t proc_spawn(const char *bin, const char *const *argv, int out_fd,
+		 int err_fd, unsigned flags)
+{
+	pid_t pid;
+
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		if (out_fd >= 0)
+			dup2(out_fd, 1);
+		if (err_fd >= 0)
+			dup2(err_fd, 2);
+		if (flags & PROC_OWN_GROUP)
+			setpgid(0, 0);
+		if (flags & PROC_PARENT_DEATH)
+			prctl(PR_SET_PDEATHSIG, SIGTERM);
+		execv(bin, (char *const *)argv);
+		fprintf(stderr, "exec %s: %s\n", bin, strerror(errno));
+		_exit(127);
+	}
+	proc_note_pid(pid);
+	return pid;
+}
+
 pid_t proc_netfault_start(const char *bin, const char *host, unsigned nfs_port,
 			  unsigned mount_port, const char *const *more,
 			  const char *errlog, unsigned deadline_ms,
@@ -306,24 +332,15 @@ pid_t proc_netfault_start(const char *bin, const char *host, unsigned nfs_port,
 		snprintf(err, len, "%s: %s", errlog, strerror(errno));
 		return -1;
 	}
-	fflush(NULL);
-	pid = fork();
+	/* Gone with whoever started it, however that ends. */
+	pid = proc_spawn(bin, argv, -1, efd,
+			 PROC_OWN_GROUP | PROC_PARENT_DEATH);
 	if (pid < 0) {
 		snprintf(err, len, "fork: %s", strerror(errno));
 		close(efd);
 		return -1;
 	}
-	if (pid == 0) {
-		dup2(efd, 2);
-		setpgid(0, 0);
-		/* Gone with whoever started it, however that ends. */
-		prctl(PR_SET_PDEATHSIG, SIGTERM);
-		execv(bin, (char *const *)argv);
-		fprintf(stderr, "exec %s: %s\n", bin, strerror(errno));
-		_exit(127);
-	}
 	close(efd);
-	proc_note_pid(pid);
 	while (count_in(errlog, "netfault: listening") < 2) {
 		if (waitpid(pid, &status, WNOHANG) == pid ||
 		    region_now_ns() > end) {

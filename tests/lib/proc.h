@@ -48,6 +48,18 @@ bool proc_intrfs_mounted(const char *dir);
  * a daemon or a netfault a dead test left behind is stopped by its pid.
  */
 void proc_note_pid(pid_t pid);
+/* The spawned process's own process group: the caller's signals miss it. */
+#define PROC_OWN_GROUP 1u
+/* SIGTERM when the process that spawned it dies, however that ends. */
+#define PROC_PARENT_DEATH 2u
+/*
+ * Starts bin with argv (NULL-terminated), its stdout on out_fd and its
+ * stderr on err_fd (each -1: the caller's), and notes its pid
+ * (proc_note_pid).  Its pid, or -1 with errno when it could not fork; a
+ * failed exec ends the child with status 127 and a line on its stderr.
+ */
+pid_t proc_spawn(const char *bin, const char *const *argv, int out_fd,
+		 int err_fd, unsigned flags);
 /* A loopback TCP port nobody listens on now (0 if none was found). */
 unsigned proc_free_port(void);
 

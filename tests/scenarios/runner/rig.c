@@ -301,7 +301,7 @@ int rig_mount(struct rig *r, const char *opts, char *err, size_t len)
 	snprintf(o + strlen(o), sizeof(o) - strlen(o), "%s%s",
 		 opts[0] ? "," : "", opts);
 	pid = mntrig_spawn(r->paths->intrfs, source, r->mnt, o, r->mnt_log,
-			   MNTRIG_OWN_GROUP, err, len);
+			   PROC_OWN_GROUP, err, len);
 	if (pid < 0) {
 		rmdir(r->mnt);
 		r->mnt[0] = '\0';
