@@ -97,7 +97,9 @@ int srvrig_run(struct srvrig *s, const char *cmd,
 	FILE *f;
 	int st;
 
-	if (snprintf(run, sizeof(run), "%s 2>&1", cmd) >= (int)sizeof(run)) {
+	/* The whole command line's stderr, not only its last command's. */
+	if (snprintf(run, sizeof(run), "exec 2>&1; %s", cmd) >=
+	    (int)sizeof(run)) {
 		errno = ENAMETOOLONG;
 		return -1;
 	}

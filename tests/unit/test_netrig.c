@@ -3,11 +3,14 @@
  * netfault's control client against a socket that answers ok, answers an
  * error, never answers, or is not there; and the JSON numbers it reads.
  * (Partitions need nft and root: the mount and scenario suites load them.)
+ * And the rigs' mount side, as far as it goes without a server.
  */
 #include "test.h"
 
+#include "mntrig.h"
 #include "netrig.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -120,5 +123,87 @@ TEST_IMPL(netrig_json_numbers)
 	ASSERT_EQ(n, 40);
 	ASSERT(!netrig_json_number(j, "x", &n)); /* a string */
 	ASSERT(!netrig_json_number(j, "missing", &n));
+	return 0;
+}
+
+/*
+ * The mount side (tests/lib/mntrig.c): a server's KEY=VALUE lines, from a
+ * command and from a file, the others handed on; the last bytes of a log;
+ * a directory that is no intrfs mount has no FUSE connection.
+ */
+
+static char others[512];
+
+static void other_line(const char *line)
+{
+	snprintf(others + strlen(others), sizeof(others) - strlen(others),
+		 "[%s]", line);
+}
+
+TEST_IMPL(mntrig_server_lines)
+{
+	char path[] = "/tmp/intrfs-test-srvrig.XXXXXX", buf[8];
+	struct srvrig s = { 0 };
+	off_t size;
+	FILE *f;
+	int fd;
+
+	/* Each key, and only whole keys: "pidfile=" is not "pid=". */
+	ASSERT(srvrig_line(&s, "pid=4242"));
+	ASSERT(srvrig_line(&s, "server=127.0.0.1"));
+	ASSERT(srvrig_line(&s, "export=/srv/x y"));
+	ASSERT(srvrig_line(&s, "nfs_port=12049"));
+	ASSERT(srvrig_line(&s, "mount_port=12048"));
+	ASSERT(srvrig_line(&s, "nlm_port=12047"));
+	ASSERT(srvrig_line(&s, "rquota_port=12046"));
+	ASSERT(srvrig_line(&s, "client_netns=/proc/1/ns/net"));
+	ASSERT(!srvrig_line(&s, "pidfile=/run/x"));
+	ASSERT(!srvrig_line(&s, "start-server: started rpcbind (pid 7)"));
+	ASSERT_EQ(s.pid, 4242);
+	ASSERT_STR_EQ(s.host, "127.0.0.1");
+	ASSERT_STR_EQ(s.export_dir, "/srv/x y");
+	ASSERT_EQ(s.nfs_port, 12049u);
+	ASSERT_EQ(s.mount_port, 12048u);
+	ASSERT_EQ(s.nlm_port, 12047u);
+	ASSERT_EQ(s.rquota_port, 12046u);
+	ASSERT_STR_EQ(s.client_netns, "/proc/1/ns/net");
+
+	/* A command: its status, its lines, the others passed on. */
+	memset(&s, 0, sizeof(s));
+	others[0] = '\0';
+	ASSERT_EQ(srvrig_run(&s,
+			     "printf 'hello\\npid=7\\nexport=/e\\n'; "
+			     "echo oops >&2; exit 3",
+			     other_line),
+		  3);
+	ASSERT_EQ(s.pid, 7);
+	ASSERT_STR_EQ(s.export_dir, "/e");
+	ASSERT_STR_EQ(others, "[hello][oops]");
+
+	/* A file (instance.env); one that is not there. */
+	fd = mkstemp(path);
+	ASSERT_GE(fd, 0);
+	f = fdopen(fd, "w");
+	ASSERT_NOT_NULL(f);
+	fprintf(f, "server=10.0.0.2\nnfs_port=2049\n0123456789");
+	fclose(f);
+	memset(&s, 0, sizeof(s));
+	ASSERT_EQ(srvrig_read(&s, path), 0);
+	ASSERT_STR_EQ(s.host, "10.0.0.2");
+	ASSERT_EQ(s.nfs_port, 2049u);
+
+	/* The log's last len - 1 bytes, and its size. */
+	mntrig_log_tail(path, buf, sizeof(buf), &size);
+	ASSERT_STR_EQ(buf, "3456789");
+	ASSERT_EQ(size, (off_t)strlen("server=10.0.0.2\nnfs_port=2049\n"
+				      "0123456789"));
+	unlink(path);
+	ASSERT_EQ(srvrig_read(&s, path), -ENOENT);
+	mntrig_log_tail(path, buf, sizeof(buf), &size);
+	ASSERT_EQ(buf[0], '\0');
+	ASSERT_EQ(size, 0);
+
+	/* No intrfs mount on /tmp: no connection to abort. */
+	ASSERT_EQ(mntrig_connection("/tmp"), 0u);
 	return 0;
 }
