@@ -187,6 +187,21 @@ TEST_IMPL(runner_rig_failure_not_run)
 			   out);
 	unkeep(&s, out);
 	unlink(file);
+	/*
+	 * A set-up that fails before the scenario's processes start (the
+	 * mount is refused): none of them is signalled.  One that was never
+	 * forked has pid 0, and kill(0, SIGKILL) would end the runner's
+	 * whole process group, this test with it.
+	 */
+	scn_write(dir, "nomount.scn",
+		  "name no-mount\nmount no_such_option\nworkload stat\n"
+		  "signal SIGKILL at=0\n",
+		  file, sizeof(file));
+	ASSERT_EQ(scn_run(&s, file, NULL, NULL, NULL, out, sizeof(out)), 1);
+	ASSERT_CONTAINS(out, "FAIL no-mount  could not run: ");
+	ASSERT_CONTAINS(out, "no_such_option");
+	unkeep(&s, out);
+	unlink(file);
 	rmdir(dir);
 	return 0;
 }

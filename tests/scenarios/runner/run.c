@@ -159,6 +159,8 @@ static int start_procs(const struct scenario *s, struct rig *r,
 				 strerror(errno));
 			return -1;
 		}
+		if (p->pid > 0)
+			p->ended = false;
 		if (p->pid == 0) {
 			signal(SIGINT, SIG_DFL);
 			signal(SIGTERM, SIG_DFL);
@@ -810,13 +812,16 @@ bool run_scenario(const struct scenario *s, struct rig *r,
 	}
 	o->passed = true;
 	o->resets = -1;
+	/*
+	 * A process counts as live from its fork on: one a failed set-up
+	 * never started has pid 0, and kill(0, SIGKILL) is the runner's
+	 * whole process group (tests/run with it).
+	 */
 	for (unsigned k = 0; k < SCN_PROCS_MAX; k++) {
 		o->procs[k].pidfd = o->procs[k].ready_fd = -1;
 		o->procs[k].go_fd = o->procs[k].report_fd = -1;
 		o->procs[k].ended = true;
 	}
-	for (unsigned k = 0; k < s->procs; k++)
-		o->procs[k].ended = false;
 	join_opts(s->mount, extra_opts, opts, sizeof(opts));
 	run_current_rig = r;
 	if (rig_netfault_start(r, o->error, sizeof(o->error)) < 0 ||
