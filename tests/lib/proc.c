@@ -284,7 +284,8 @@ pid_t proc_spawn(const char *bin, const char *const *argv, int out_fd,
 	return pid;
 }
 
-pid_t proc_netfault_start(const char *bin, const char *host, unsigned nfs_port,
+/* One start of netfault on a pair of ports free a moment ago. */
+static pid_t netfault_try(const char *bin, const char *host, unsigned nfs_port,
 			  unsigned mount_port, const char *const *more,
 			  const char *errlog, unsigned deadline_ms,
 			  unsigned *nfs_via, unsigned *mount_via, char *err,
@@ -356,6 +357,30 @@ pid_t proc_netfault_start(const char *bin, const char *host, unsigned nfs_port,
 			return -1;
 		}
 		usleep(2000);
+	}
+	return pid;
+}
+
+/*
+ * A port free when proc_free_port() looked can be taken before netfault
+ * binds it (an outgoing connection's source port, a listener of another
+ * test): netfault says so and ends, and a new pair is tried.
+ */
+pid_t proc_netfault_start(const char *bin, const char *host, unsigned nfs_port,
+			  unsigned mount_port, const char *const *more,
+			  const char *errlog, unsigned deadline_ms,
+			  unsigned *nfs_via, unsigned *mount_via, char *err,
+			  size_t len)
+{
+	pid_t pid = -1;
+
+	for (int i = 0; i < PROC_NETFAULT_TRIES; i++) {
+		pid = netfault_try(bin, host, nfs_port, mount_port, more,
+				   errlog, deadline_ms, nfs_via, mount_via, err,
+				   len);
+		if (pid >= 0 || (!strstr(err, "address already in use") &&
+				 !strstr(err, "no free loopback port")))
+			break;
 	}
 	return pid;
 }

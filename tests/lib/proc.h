@@ -69,10 +69,13 @@ unsigned proc_free_port(void);
  * with more arguments (NULL-terminated: --rule, --control, --log...), its
  * stderr in errlog (made anew, O_EXCL: whatever had that name is removed,
  * never written through), in a process group of its own, ended (SIGTERM) when
- * its parent ends, and noted (proc_note_pid).  Returns its pid once both listeners listen, or -1
- * with what went wrong (netfault's stderr) in err: no free port, a port
- * taken meanwhile, or no start within deadline_ms.
+ * its parent ends, and noted (proc_note_pid).  A port taken between the
+ * look for a free one and netfault's bind gets a new pair, up to
+ * PROC_NETFAULT_TRIES starts.  Returns its pid once both listeners listen,
+ * or -1 with what went wrong (netfault's stderr) in err: no free port, a
+ * port taken at every try, or no start within deadline_ms.
  */
+#define PROC_NETFAULT_TRIES 3
 pid_t proc_netfault_start(const char *bin, const char *host, unsigned nfs_port,
 			  unsigned mount_port, const char *const *more,
 			  const char *errlog, unsigned deadline_ms,

@@ -3,19 +3,25 @@
  * netfault's control client against a socket that answers ok, answers an
  * error, never answers, or is not there; and the JSON numbers it reads.
  * (Partitions need nft and root: the mount and scenario suites load them.)
- * And the rigs' mount side, as far as it goes without a server.
+ * And the rigs' mount side, as far as it goes without a server, and
+ * netfault's start when its ports are taken (a stand-in netfault).
  */
 #include "test.h"
 
 #include "mntrig.h"
 #include "netrig.h"
+#include "proc.h"
 
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -205,5 +211,98 @@ TEST_IMPL(mntrig_server_lines)
 
 	/* No intrfs mount on /tmp: no connection to abort. */
 	ASSERT_EQ(mntrig_connection("/tmp"), 0u);
+	return 0;
+}
+
+/*
+ * A stand-in for netfault in dir: its start number k (from 1) finds its
+ * port taken while k <= taken, and says something else that went wrong
+ * when other_failure is set; else it listens (its two lines) and waits.
+ */
+static void fake_netfault(const char *dir, int taken, bool other_failure,
+			  char *bin, size_t len)
+{
+	FILE *f;
+
+	snprintf(bin, len, "%s/netfault", dir);
+	f = fopen(bin, "w");
+	ASSERT_NOT_NULL(f);
+	fprintf(f,
+		"#!/bin/sh\n"
+		"n=$(($(cat %s/starts 2>/dev/null || echo 0) + 1))\n"
+		"echo $n > %s/starts\n",
+		dir, dir);
+	if (other_failure)
+		fprintf(f, "echo 'netfault: --rule: no such fault' >&2; "
+			   "exit 2\n");
+	fprintf(f,
+		"if [ $n -le %d ]; then\n"
+		"  echo 'netfault: cannot listen on 127.0.0.1:1 for "
+		"127.0.0.1:2: address already in use' >&2; exit 1\n"
+		"fi\n"
+		"echo 'netfault: listening 1' >&2\n"
+		"echo 'netfault: listening 2' >&2\n"
+		"exec sleep 30\n",
+		taken);
+	fclose(f);
+	ASSERT_EQ(chmod(bin, 0755), 0);
+}
+
+static int fake_starts(const char *dir)
+{
+	char path[96];
+	int n = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/starts", dir);
+	f = fopen(path, "r");
+	if (f) {
+		if (fscanf(f, "%d", &n) != 1)
+			n = -1;
+		fclose(f);
+	}
+	unlink(path);
+	return n;
+}
+
+TEST_IMPL(proc_netfault_port_taken)
+{
+	char dir[] = "/tmp/intrfs-test-nf.XXXXXX", bin[96], log[96], err[512];
+	unsigned a, b;
+	pid_t pid;
+	int status;
+
+	ASSERT_NOT_NULL(mkdtemp(dir));
+	snprintf(log, sizeof(log), "%s/netfault.log", dir);
+
+	/* Its ports taken at the first start: a new pair, and it runs. */
+	fake_netfault(dir, 1, false, bin, sizeof(bin));
+	pid = proc_netfault_start(bin, "127.0.0.1", 2, 3, NULL, log, 5000, &a,
+				  &b, err, sizeof(err));
+	ASSERT_GT(pid, 0);
+	ASSERT_EQ(fake_starts(dir), 2);
+	ASSERT(a && b && a != b);
+	kill(pid, SIGKILL);
+	ASSERT_EQ(waitpid(pid, &status, 0), pid);
+
+	/* Taken at every start: given up after the last, saying why. */
+	fake_netfault(dir, PROC_NETFAULT_TRIES, false, bin, sizeof(bin));
+	pid = proc_netfault_start(bin, "127.0.0.1", 2, 3, NULL, log, 5000, &a,
+				  &b, err, sizeof(err));
+	ASSERT_EQ(pid, -1);
+	ASSERT_EQ(fake_starts(dir), PROC_NETFAULT_TRIES);
+	ASSERT_CONTAINS(err, "address already in use");
+
+	/* Any other failure is not tried again. */
+	fake_netfault(dir, 0, true, bin, sizeof(bin));
+	pid = proc_netfault_start(bin, "127.0.0.1", 2, 3, NULL, log, 5000, &a,
+				  &b, err, sizeof(err));
+	ASSERT_EQ(pid, -1);
+	ASSERT_EQ(fake_starts(dir), 1);
+	ASSERT_CONTAINS(err, "no such fault");
+
+	unlink(log);
+	unlink(bin);
+	ASSERT_EQ(rmdir(dir), 0);
 	return 0;
 }
