@@ -553,7 +553,7 @@ def policy_outcome(cell: Cell) -> Outcome:
         # which needs no connection, or write-behind that reconnects when
         # its retransmission timer says so: whether that was before the
         # count is taken, as the fault ends, is timing (measured: resets
-        # 0 in 3 of the 312 such cells in half a matrix run, 1 to 3 in
+        # 0 in 3 of the 510 such cells of the whole matrix, 1 to 3 in
         # the others).
         ends_at_signal = (bool({"killed", "EINTR"} & set(o.result)) and
                           o.latency.lo is None)
@@ -740,7 +740,7 @@ def handled_outcome(cell: Cell, o: Outcome, base: str,
         # while it waits for the write-behind job in an INTERRUPTIBLE
         # wait, which percall lets through.  That wait lasts as long as
         # the last WRITEs' replies take, a few ms against the storm's
-        # 5 ms: measured EINTR in 7 of 12 such cells of a matrix run, ok
+        # 5 ms: measured EINTR in 6 of 12 such cells of a matrix run, ok
         # in the others (the write's own replies already in).
         o.result, o.latency = ("EINTR", "ok"), Bounds(None, 15000)
         o.why = ("percall, storm: the write() itself waits to reconnect in "
