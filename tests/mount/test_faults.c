@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -578,7 +579,24 @@ TEST_IMPL(fault_partition_heals_promptly)
 	ASSERT_EQ(r.err, 0);
 	ASSERT_LT((int64_t)(r.end_ns - healed), 10000000000ll);
 	assert_pattern(lpath(&m, "f"), 0, 32 * MIB);
-	mnt_wait_log(&m, "acknowledged nothing", 1000);
+	/*
+	 * How the connection came back, for whoever reads the run: the
+	 * receiver drops it once data of ours has gone unacknowledged for
+	 * dead_after, and says so.  A CI run found the writer done 0.24 s
+	 * after the heal with no such drop (nothing of ours unacknowledged
+	 * when the partition came), so what is asserted is the time above
+	 * and the bytes, not the way.
+	 */
+	{
+		char log[16384];
+		bool said = mnt_log_within(&m, "acknowledged nothing", 1000,
+					   log, sizeof(log));
+
+		fprintf(stderr, "# %s; %" PRIu64 " connections made\n",
+			said ? "the receiver dropped the dead path" :
+			       "no dead path seen by the receiver",
+			mnt_stat(&m, "connects"));
+	}
 	mnt_stop(&m);
 	return 0;
 }
