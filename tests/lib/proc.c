@@ -284,12 +284,15 @@ pid_t proc_spawn(const char *bin, const char *const *argv, int out_fd,
 	return pid;
 }
 
-/* One start of netfault on a pair of ports free a moment ago. */
+/*
+ * One start of netfault on a pair of ports free a moment ago; *taken when
+ * it failed for want of those ports, so that another pair may do.
+ */
 static pid_t netfault_try(const char *bin, const char *host, unsigned nfs_port,
 			  unsigned mount_port, const char *const *more,
 			  const char *errlog, unsigned deadline_ms,
 			  unsigned *nfs_via, unsigned *mount_via, char *err,
-			  size_t len)
+			  size_t len, bool *taken)
 {
 	const char *argv[32] = { "netfault", "--listen" };
 	uint64_t end = region_now_ns() + (uint64_t)deadline_ms * 1000000u;
@@ -300,8 +303,10 @@ static pid_t netfault_try(const char *bin, const char *host, unsigned nfs_port,
 
 	*nfs_via = proc_free_port();
 	*mount_via = proc_free_port();
+	*taken = false;
 	if (!*nfs_via || !*mount_via || *nfs_via == *mount_via) {
 		snprintf(err, len, "no free loopback port for netfault");
+		*taken = true;
 		return -1;
 	}
 	snprintf(l1, sizeof(l1), "%u=%s:%u", *nfs_via, host, nfs_port);
@@ -350,6 +355,7 @@ static pid_t netfault_try(const char *bin, const char *host, unsigned nfs_port,
 			if (!read_small(errlog, tail, sizeof(tail)))
 				tail[0] = '\0';
 			snprintf(err, len, "netfault did not start: %s", tail);
+			*taken = strstr(tail, "address already in use") != NULL;
 			if (kill(pid, 0) == 0) {
 				kill(pid, SIGKILL);
 				waitpid(pid, &status, 0);
@@ -372,15 +378,12 @@ pid_t proc_netfault_start(const char *bin, const char *host, unsigned nfs_port,
 			  unsigned *nfs_via, unsigned *mount_via, char *err,
 			  size_t len)
 {
+	bool taken = true;
 	pid_t pid = -1;
 
-	for (int i = 0; i < PROC_NETFAULT_TRIES; i++) {
+	for (int i = 0; i < PROC_NETFAULT_TRIES && pid < 0 && taken; i++)
 		pid = netfault_try(bin, host, nfs_port, mount_port, more,
 				   errlog, deadline_ms, nfs_via, mount_via, err,
-				   len);
-		if (pid >= 0 || (!strstr(err, "address already in use") &&
-				 !strstr(err, "no free loopback port")))
-			break;
-	}
+				   len, &taken);
 	return pid;
 }
