@@ -385,5 +385,8 @@ pid_t proc_netfault_start(const char *bin, const char *host, unsigned nfs_port,
 		pid = netfault_try(bin, host, nfs_port, mount_port, more,
 				   errlog, deadline_ms, nfs_via, mount_via, err,
 				   len, &taken);
+	/* What a try before said is no error of the start that worked. */
+	if (pid >= 0 && len)
+		err[0] = '\0';
 	return pid;
 }
