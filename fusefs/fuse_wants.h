@@ -38,6 +38,13 @@ static inline void intrfs_fuse_wants(struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_READDIRPLUS_AUTO;
 	if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
 		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
+	/*
+	 * A write's bytes through a pipe (its pages, not a copy of them)
+	 * rather than the session thread's buffer: one copy fewer, read by
+	 * a write_buf handler straight into the buffer that keeps them.
+	 */
+	if (conn->capable & FUSE_CAP_SPLICE_READ)
+		conn->want |= FUSE_CAP_SPLICE_READ;
 	/* The page cache would hide writes from the server's errors. */
 	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
 }

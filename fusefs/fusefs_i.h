@@ -330,7 +330,8 @@ struct silly_state {
 #define FS_STATS_FIELDS(X)                                            \
 	X(interrupts, "INTERRUPTs the kernel sent")                   \
 	X(fatal_interrupts, "interrupts found fatal (SIGKILL, exit)") \
-	X(eintr_replies, "requests answered EINTR")
+	X(eintr_replies, "requests answered EINTR")                   \
+	X(spliced_writes, "writes whose bytes came through a pipe")
 
 /*
  * mountstats.c: Linux's NFS event counters (fs/nfs/iostat.h), in its
@@ -740,11 +741,11 @@ void wb_set_wait_mode(struct intrfs *fs, enum task_mode m);
 /* Frees what w keeps, logging the bytes never committed. */
 void wb_node_destroy(struct wb_node *w, uint64_t fileid);
 /*
- * A write's data, copied on the session thread (the request's buffer is
- * reused); a buffer for struct wb_write's data.  NULL: no memory.
+ * A buffer for struct wb_write's data: a write of len bytes at off, which
+ * the session thread puts at *data (the request's own buffer is reused).
+ * NULL: no memory.
  */
-void *wb_extent_new(struct bufpool *bp, uint64_t off, const void *data,
-		    size_t len);
+void *wb_extent_new(struct bufpool *bp, uint64_t off, size_t len, void **data);
 /* One write request as write-behind takes it. */
 struct wb_write {
 	void *data; /* from wb_extent_new(); wb_write() takes it, and NULLs it */

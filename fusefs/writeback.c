@@ -134,8 +134,7 @@ void wb_node_destroy(struct wb_node *w, uint64_t fileid)
 	region_task_cond_destroy(&w->cond);
 }
 
-void *wb_extent_new(struct bufpool *bp, uint64_t off, const void *data,
-		    size_t len)
+void *wb_extent_new(struct bufpool *bp, uint64_t off, size_t len, void **data)
 {
 	struct extent *e = buf_alloc(bp, sizeof(*e) + len);
 
@@ -144,7 +143,7 @@ void *wb_extent_new(struct bufpool *bp, uint64_t off, const void *data,
 	memset(e, 0, sizeof(*e));
 	e->off = off;
 	e->len = len;
-	memcpy(e->data, data, len);
+	*data = e->data;
 	return e;
 }
 

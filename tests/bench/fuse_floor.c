@@ -375,14 +375,31 @@ static void ff_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	fuse_reply_buf(req, zeros, size);
 }
 
-/* The bytes are dropped; the file's end moves past them. */
-static void ff_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
-		     size_t size, off_t off, struct fuse_file_info *fi)
+/*
+ * The bytes are read as intrfs reads them, from libfuse's pipe into a
+ * buffer of the thread's (intrfs's is the one that keeps them), then
+ * dropped; the file's end moves past them.
+ */
+static void ff_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in,
+			 off_t off, struct fuse_file_info *fi)
 {
+	static __thread char *scratch;
+	size_t size = fuse_buf_size(in);
+	struct fuse_bufvec dst = FUSE_BUFVEC_INIT(size);
 	struct node *n;
 
-	(void)buf;
 	(void)fi;
+	if (!scratch)
+		scratch = malloc(NC_MAX_IO);
+	if (!scratch || size > NC_MAX_IO) {
+		fuse_reply_err(req, !scratch ? ENOMEM : EINVAL);
+		return;
+	}
+	dst.buf[0].mem = scratch;
+	if (fuse_buf_copy(&dst, in, 0) != (ssize_t)size) {
+		fuse_reply_err(req, EIO);
+		return;
+	}
 	pthread_mutex_lock(&lock);
 	n = get(ino);
 	if (n && off + (off_t)size > n->st.st_size)
@@ -471,7 +488,7 @@ static const struct fuse_lowlevel_ops ops = {
 	.rename = ff_rename,
 	.open = ff_open,
 	.read = ff_read,
-	.write = ff_write,
+	.write_buf = ff_write_buf,
 	.fsync = ff_fsync,
 	.flush = ff_ok,
 	.release = ff_ok,

@@ -1229,3 +1229,110 @@ TEST_IMPL(ctl_mountstats)
 	mnt_stop(&m);
 	return 0;
 }
+
+/* Whether a pipe here may hold len bytes, as the daemon's (root too) may. */
+static bool pipe_can_hold(size_t len)
+{
+	int p[2];
+	bool ok;
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return false;
+	ok = fcntl(p[0], F_SETPIPE_SZ, (int)len) >= 0;
+	close(p[0]);
+	close(p[1]);
+	return ok;
+}
+
+/* The daemon counter name from intrfsctl stats. */
+static unsigned long long daemon_count(const struct mnt *m, const char *name)
+{
+	char out[65536], key[64];
+	const char *at;
+
+	ASSERT_EQ(ctl(out, sizeof(out),
+		      (const char *const[]){ m->dir, "stats", NULL }),
+		  0);
+	snprintf(key, sizeof(key), "\"%s\":", name);
+	at = strstr(out, key);
+	if (!at)
+		TEST__FAIL("no %s in the stats: %.300s", name, out);
+	return strtoull(at + strlen(key), NULL, 10);
+}
+
+#define PIPE_MAX "/proc/sys/fs/pipe-max-size"
+static char pipe_max_was[32];
+
+static void pipe_max_set(const char *v)
+{
+	FILE *f = fopen(PIPE_MAX, "we");
+
+	if (f) {
+		fputs(v, f);
+		fclose(f);
+	}
+}
+
+static void pipe_max_restore(void)
+{
+	if (pipe_max_was[0])
+		pipe_max_set(pipe_max_was);
+}
+
+/*
+ * A write's bytes come from FUSE through a pipe where a pipe may hold a
+ * whole request (1 MiB and a page: CAP_SYS_RESOURCE, or fs.pipe-max-size
+ * at 2 MiB), and are copied where not, the log saying why; either way
+ * every byte is on the export.  Both, with the sysctl as it is and raised.
+ */
+TEST_IMPL(ctl_write_splice)
+{
+	const size_t len = 8u << 20, req = (1u << 20) + 4096;
+	struct test_server s;
+	unsigned char *buf;
+	char log[16384];
+	FILE *f;
+
+	srv_get(&s);
+	f = fopen(PIPE_MAX, "re");
+	ASSERT_NOT_NULL(f);
+	ASSERT(fgets(pipe_max_was, sizeof(pipe_max_was), f) != NULL);
+	fclose(f);
+	atexit(pipe_max_restore);
+	buf = malloc(len);
+	ASSERT_NOT_NULL(buf);
+	fill_random(buf, len, 7);
+	for (int raised = 0; raised < 2; raised++) {
+		unsigned long long n;
+		struct mnt m;
+		bool splice;
+
+		if (raised)
+			pipe_max_set("2097152");
+		splice = pipe_can_hold(req);
+		mnt_start(&m, &s, "");
+		write_file(mpath(&m, "sp"), buf, len);
+		assert_same_bytes(lpath(&m, "sp"), buf, len);
+		n = daemon_count(&m, "spliced_writes");
+		mnt_read_log(&m, log, sizeof(log));
+		if (splice) {
+			/* 8 requests of 1 MiB, each through the pipe. */
+			ASSERT_GE(n, (unsigned long long)(len >> 20));
+			ASSERT(strstr(log, "not spliced") == NULL);
+		} else {
+			ASSERT_EQ(n, 0ull);
+			ASSERT_CONTAINS(log, "writes are copied from FUSE, not "
+					     "spliced: a pipe of 1052672 bytes "
+					     "needs CAP_SYS_RESOURCE or "
+					     "fs.pipe-max-size >= 2097152");
+		}
+		ASSERT_EQ(unlink(mpath(&m, "sp")), 0);
+		mnt_stop(&m);
+		pipe_max_restore();
+		/* The raised sysctl must let any root process splice. */
+		if (raised)
+			ASSERT(splice);
+	}
+	free(buf);
+	return 0;
+}
