@@ -10,8 +10,9 @@ one table, and reads the JSON the tools around the benchmarks write.
 Usage:
   figures.py summary SAMPLES [--param NAME=VALUE]... [--json FILE]
       the figures and the checks: name=value lines, then the table
-  figures.py ops STATS.json PROC
-      the calls of one NFS procedure in `intrfsctl MNT stats`'s JSON
+  figures.py ops STATS.json PROC|COUNTER
+      the calls of one NFS procedure (READ), or one of the daemon's
+      counters (spliced_writes), in `intrfsctl MNT stats`'s JSON
   figures.py rpcs BEFORE.json AFTER.json OPS WORKLOAD [SAMPLES CONTROL]
       RPCs per operation between two stats (less CONTROL's, as recorded
       in SAMPLES), as sample lines
@@ -210,6 +211,9 @@ def checks(params):
         "data: 4 MiB a file, 16 the mount)")
     add("mount_commits_4_per_gib", "mount_commits_4_per_gib", None, "-",
         "COMMITs per GiB written, 4 streams (nconnect=4)")
+    add("mount_spliced_1_per_gib", "mount_spliced_1_per_gib", None, "-",
+        "write requests per GiB whose bytes came through a pipe, 1 stream "
+        "(1024: every one; 0: copied, the daemon's log says why)")
     add("mount_cg_peak_mib", "mount_cg_peak_mib", None, "<=64",
         "the daemon's memory cgroup's peak (nconnect=1), MiB")
     add("mount_nc4_cg_peak_mib", "mount_nc4_cg_peak_mib", None, "<=64",
@@ -406,10 +410,24 @@ def procedures(path):
         return {k: v["ops"] for k, v in json.load(f)["procedures"].items()}
 
 
+def daemon_counters(path):
+    """{counter: value} of the daemon's in `intrfsctl MNT stats`'s JSON."""
+    with open(path) as f:
+        return json.load(f)["daemon"]
+
+
 def ops(args):
     if len(args) != 2:
         return usage()
-    print(procedures(args[0]).get(args[1], 0))
+    if args[1].isupper():
+        print(procedures(args[0]).get(args[1], 0))
+    else:
+        counters = daemon_counters(args[0])
+        if args[1] not in counters:
+            sys.stderr.write("figures.py: the daemon counts no %s (it counts "
+                             "%s)\n" % (args[1], ", ".join(sorted(counters))))
+            return 1
+        print(counters[args[1]])
     return 0
 
 

@@ -118,10 +118,10 @@ class Summary(unittest.TestCase):
 
 
 class Tools(unittest.TestCase):
-    def stats(self, procs):
+    def stats(self, procs, daemon=None):
         f = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
-        json.dump({"procedures": {k: {"ops": v} for k, v in procs.items()}},
-                  f)
+        json.dump({"procedures": {k: {"ops": v} for k, v in procs.items()},
+                   "daemon": daemon or {}}, f)
         f.close()
         self.addCleanup(os.unlink, f.name)
         return f.name
@@ -130,6 +130,14 @@ class Tools(unittest.TestCase):
         s = self.stats({"COMMIT": 7, "WRITE": 90})
         self.assertEqual(run("ops", s, "COMMIT")[1], "7\n")
         self.assertEqual(run("ops", s, "RENAME")[1], "0\n")
+
+    def test_daemon_counter(self):
+        s = self.stats({"WRITE": 90}, {"interrupts": 0, "spliced_writes": 8})
+        self.assertEqual(run("ops", s, "spliced_writes")[1], "8\n")
+        self.assertEqual(run("ops", s, "interrupts")[1], "0\n")
+        import contextlib
+        with contextlib.redirect_stderr(io.StringIO()):
+            self.assertEqual(run("ops", s, "nonesuch")[0], 1)
 
     def test_rpcs_less_control(self):
         a = self.stats({"CREATE": 10, "REMOVE": 10, "RENAME": 0})
