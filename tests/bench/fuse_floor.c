@@ -376,9 +376,11 @@ static void ff_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 }
 
 /*
- * The bytes are read as intrfs reads them, from libfuse's pipe into a
- * buffer of the thread's (intrfs's is the one that keeps them), then
- * dropped; the file's end moves past them.
+ * The bytes reach the daemon as they reach intrfs's, then are dropped; the
+ * file's end moves past them.  Where libfuse read the request into its
+ * buffer they are there already; where it spliced it into a pipe they are
+ * read out of the pipe (as intrfs reads them into the buffer that keeps
+ * them), which is the least a daemon must do to have them.
  */
 static void ff_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in,
 			 off_t off, struct fuse_file_info *fi)
@@ -389,16 +391,18 @@ static void ff_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in,
 	struct node *n;
 
 	(void)fi;
-	if (!scratch)
-		scratch = malloc(NC_MAX_IO);
-	if (!scratch || size > NC_MAX_IO) {
-		fuse_reply_err(req, !scratch ? ENOMEM : EINVAL);
-		return;
-	}
-	dst.buf[0].mem = scratch;
-	if (fuse_buf_copy(&dst, in, 0) != (ssize_t)size) {
-		fuse_reply_err(req, EIO);
-		return;
+	if (in->buf[0].flags & FUSE_BUF_IS_FD) {
+		if (!scratch)
+			scratch = malloc(NC_MAX_IO);
+		if (!scratch || size > NC_MAX_IO) {
+			fuse_reply_err(req, !scratch ? ENOMEM : EINVAL);
+			return;
+		}
+		dst.buf[0].mem = scratch;
+		if (fuse_buf_copy(&dst, in, 0) != (ssize_t)size) {
+			fuse_reply_err(req, EIO);
+			return;
+		}
 	}
 	pthread_mutex_lock(&lock);
 	n = get(ino);
