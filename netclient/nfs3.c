@@ -586,6 +586,93 @@ static unsigned batch_calls(const nc_client_t *c, size_t size, unsigned io)
 	return need < slots ? (unsigned)need : slots;
 }
 
+int nc_pread_inplace(nc_client_t *c, const struct nc_cred *cr,
+		     const struct nc_fh *fh, uint64_t off, size_t len,
+		     struct nc_rbuf *b, unsigned max, unsigned *n, size_t *got,
+		     bool *eof)
+{
+	struct read_call *calls;
+	struct nc__rpc *rpcs;
+	struct nc__xprt *x;
+	unsigned k, held = 0;
+	size_t at = 0;
+	bool stop = false;
+	int rc;
+
+	*n = 0;
+	*got = 0;
+	*eof = false;
+	if (!c->nfsx[0] || !c->rsize)
+		return -ENOTCONN;
+	if (len == 0)
+		return 0;
+	if (max == 0)
+		return -EINVAL;
+	k = batch_calls(c, len, c->rsize);
+	if (k > max)
+		k = max;
+	calls = calloc(k, sizeof(*calls));
+	rpcs = calloc(k, sizeof(*rpcs));
+	if (!calls || !rpcs) {
+		free(calls);
+		free(rpcs);
+		return -ENOMEM;
+	}
+	for (unsigned i = 0; i < k; i++) {
+		uint32_t count =
+			(uint32_t)(len - at < c->rsize ? len - at : c->rsize);
+
+		rpcs[i] =
+			read_prepare(&calls[i], cr, fh, off + at, count, NULL);
+		rpcs[i].keep_reply = true;
+		at += count;
+	}
+	x = nc__nfs(c);
+	/*
+	 * What counts is each reply, in file order, as in nc_pread(): rc is
+	 * the first reply's below.  The replies after a failure, a short one
+	 * or the end are given back unread.
+	 */
+	rc = nc__xprt_batch(x, rpcs, k);
+	for (unsigned i = 0; i < k; i++) {
+		uint32_t part = 0;
+		bool end = false;
+
+		if (!stop) {
+			rc = read_result(&calls[i], rpcs[i].rc, &part, &end,
+					 NULL);
+			if (!rc && part == 0 && !end)
+				rc = -EIO; /* no data and no end: it would loop */
+			stop = rc != 0;
+		}
+		if (stop) {
+			nc__rec_put(x, rpcs[i].reply_rec, rpcs[i].reply_cap);
+			continue;
+		}
+		b[held] = (struct nc_rbuf){
+			.data = calls[i].ri.res.READ3res_u.resok.data.data_val,
+			.len = part,
+			.rec_ = rpcs[i].reply_rec,
+			.xprt_ = x,
+			.cap_ = rpcs[i].reply_cap,
+		};
+		held++;
+		*got += part;
+		*eof = end;
+		stop = end || part < calls[i].args.count;
+	}
+	if (rc) {
+		while (held > 0)
+			nc_rbuf_release(&b[--held]);
+		*got = 0;
+		*eof = false;
+	}
+	*n = held;
+	free(rpcs);
+	free(calls);
+	return rc;
+}
+
 int nc_pread(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
 	     uint64_t off, size_t len, void *buf, size_t *got, bool *eof)
 {

@@ -462,6 +462,20 @@ NC_MUST_CHECK int nc_read_inplace(nc_client_t *c, const struct nc_cred *cr,
 void nc_rbuf_release(struct nc_rbuf *b);
 
 /*
+ * nc_read_inplace() for a range: [off, off+len) in up to max READs in
+ * flight, their replies kept in b[0], b[1].. in file order, *n of them
+ * holding *got bytes from off on.  It stops at the end of the file (*eof),
+ * after a short reply, or once len is read or max replies are held, so
+ * *got may be less than len with no *eof: the caller reads on from
+ * off + *got.  On success each b[i] is given back with nc_rbuf_release();
+ * on failure b holds nothing.
+ */
+NC_MUST_CHECK int nc_pread_inplace(nc_client_t *c, const struct nc_cred *cr,
+				   const struct nc_fh *fh, uint64_t off,
+				   size_t len, struct nc_rbuf *b, unsigned max,
+				   unsigned *n, size_t *got, bool *eof);
+
+/*
  * Large I/O: splits [off, off+len) into rsize/wsize calls and keeps up to
  * nc_client_opts()->slots of them in flight from the one calling task.
  * nc_pread() stops at end of file and returns the bytes read in *got.

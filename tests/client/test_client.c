@@ -239,6 +239,43 @@ TEST_IMPL(client_every_procedure)
 	return 0;
 }
 
+/*
+ * Reads fh's first want bytes with nc_pread_inplace() and at most max
+ * replies a call, as cat does: each call's replies in file order, each
+ * within rsize, then the next call from where it stopped.  Returns the
+ * bytes read into out; the end of the file must be seen.
+ */
+static size_t read_inplace_all(struct ctx *x, const struct nc_fh *fh,
+			       size_t want, unsigned char *out, unsigned max)
+{
+	struct nc_rbuf b[4];
+	size_t at = 0;
+	bool eof = false;
+
+	ASSERT_LE(max, ARRAY_SIZE(b));
+	while (!eof) {
+		size_t got = 0, sum = 0;
+		unsigned n = 99;
+
+		ASSERT_EQ(nc_pread_inplace(x->c, &x->root, fh, at, want - at, b,
+					   max, &n, &got, &eof),
+			  0);
+		ASSERT_LE(n, max);
+		for (unsigned i = 0; i < n; i++) {
+			ASSERT_LE(b[i].len, nc_client_rsize(x->c));
+			memcpy(out + at + sum, b[i].data, b[i].len);
+			sum += b[i].len;
+			nc_rbuf_release(&b[i]);
+		}
+		ASSERT_EQ(sum, got);
+		at += got;
+		if (at == want && !eof)
+			break; /* all asked for, before the end */
+		ASSERT(eof || got > 0);
+	}
+	return at;
+}
+
 /* Round trips around the READ and WRITE size boundaries. */
 TEST_IMPL(client_data_sizes)
 {
@@ -291,6 +328,13 @@ TEST_IMPL(client_data_sizes)
 		ASSERT_EQ(got, n);
 		ASSERT(eof);
 		ASSERT_MEM_EQ(out, in, n);
+		/* In place, one reply a call and two, to one byte past. */
+		for (unsigned max = 1; max <= 2; max++) {
+			memset(out, 0, n + 1);
+			ASSERT_EQ(read_inplace_all(&x, &f.fh, n + 1, out, max),
+				  n);
+			ASSERT_MEM_EQ(out, in, n);
+		}
 		free(in);
 		free(out);
 	}
@@ -446,6 +490,18 @@ TEST_IMPL(client_errors)
 	ASSERT_EQ(nc_read(x.c, &x.user, &f.fh, 0, sizeof(buf), buf, &got, &eof,
 			  NULL),
 		  -EACCES);
+	{
+		struct nc_rbuf b[2];
+		unsigned n = 99;
+		size_t pgot = 99;
+
+		ASSERT_EQ(nc_pread_inplace(x.c, &x.user, &f.fh, 0, 3u << 20, b,
+					   2, &n, &pgot, &eof),
+			  -EACCES);
+		ASSERT_EQ(n, 0);
+		ASSERT_EQ(pgot, 0);
+		ASSERT(!eof);
+	}
 	ASSERT_EQ(nc_create(x.c, &x.user, &d.fh, "nope", NC_CREATE_GUARDED, &sa,
 			    &e),
 		  -EACCES);
