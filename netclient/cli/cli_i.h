@@ -45,6 +45,7 @@ struct cli_run {
 	struct nc_cred cred;
 	task_t *task;
 	task_t *lane_task; /* the second I/O lane's (cat, put) */
+	task_t *beside_task; /* what runs beside the lanes (put's COMMITs) */
 	nc_client_t *client;
 	struct nc_stats stats_before; /* of clients given up on, for -v */
 	const char *what; /* the argument an error is about */
@@ -132,13 +133,14 @@ struct cli_lanes {
 	uint64_t end; /* chunks at or past this one are not needed */
 	int rc; /* the first error; the lanes stop once it is set */
 	const char *what; /* what that error is about */
+	bool done; /* both lanes have returned */
 };
 
 void cli_lanes_fail(struct cli_lanes *l, int rc, const char *what);
 bool cli_lanes_wait_turn(struct cli_lanes *l, uint64_t k);
 void cli_lanes_pass_turn(struct cli_lanes *l, uint64_t k, bool last);
 bool cli_lanes_needed(struct cli_lanes *l, uint64_t k);
-int cli_run_lanes(struct cli_run *r, void (*fn)(void *, unsigned), void *job,
-		  struct cli_lanes *l);
+int cli_run_lanes(struct cli_run *r, void (*fn)(void *, unsigned),
+		  void (*beside)(void *), void *job, struct cli_lanes *l);
 
 #endif /* INTRFS_CLI_I_H */

@@ -5,7 +5,10 @@
  * local side, the other keeps the connection busy.  Chunk k belongs to lane
  * k % 2; the local side is used in chunk order (turn).  The job (cat, put)
  * says what a lane does with its chunks; this file only starts the second
- * lane, takes turns and carries the first error.
+ * lane, takes turns and carries the first error.  A job may also have a
+ * task run beside the lanes for as long as they run (put's COMMITs): it
+ * waits on l->cond under l->lock for the job's progress, the first error
+ * or l->done, which are broadcast.
  *
  * It never makes a netclient call or local I/O itself, and never while
  * holding l->lock.  Lock order: l->lock is the only lock, a leaf; a job may
@@ -25,6 +28,7 @@ static void lanes_init(struct cli_lanes *l)
 	l->end = UINT64_MAX;
 	l->rc = 0;
 	l->what = NULL;
+	l->done = false;
 }
 
 static void lanes_destroy(struct cli_lanes *l)
@@ -79,43 +83,64 @@ bool cli_lanes_needed(struct cli_lanes *l, uint64_t k)
 	return go;
 }
 
-/* The second lane: its thread runs fn(job, 1) in its own task and region. */
+/* A thread of the lanes: fn(job, index) or beside(job), in its own task. */
 struct lane {
 	void (*fn)(void *job, unsigned index);
+	void (*beside)(void *job);
 	void *job;
-	const struct cli_run *r;
+	task_t *task;
+	enum nc_intr_mode mode;
 };
 
 static void *lane_main(void *arg)
 {
 	struct lane *ln = arg;
 
-	region_task_enter(ln->r->lane_task);
-	NC_MODE_REGION_BEGIN(ln->r->opts.intr_mode, "intrfs-client: lane");
-	ln->fn(ln->job, 1);
-	NC_MODE_REGION_END(ln->r->opts.intr_mode);
-	region_task_leave(ln->r->lane_task);
+	region_task_enter(ln->task);
+	NC_MODE_REGION_BEGIN(ln->mode, "intrfs-client: lane");
+	if (ln->beside)
+		ln->beside(ln->job);
+	else
+		ln->fn(ln->job, 1);
+	NC_MODE_REGION_END(ln->mode);
+	region_task_leave(ln->task);
 	return NULL;
 }
 
 /*
- * Runs fn(job, 0) here and fn(job, 1) on a second thread sharing l, waits,
- * and returns the lanes' result (what failed goes to r->what).
+ * Runs fn(job, 0) here and fn(job, 1) on a second thread sharing l, and
+ * beside(job) on a third unless it is NULL; waits for all, and returns the
+ * lanes' result (what failed goes to r->what).
  */
-int cli_run_lanes(struct cli_run *r, void (*fn)(void *, unsigned), void *job,
-		  struct cli_lanes *l)
+int cli_run_lanes(struct cli_run *r, void (*fn)(void *, unsigned),
+		  void (*beside)(void *), void *job, struct cli_lanes *l)
 {
-	struct lane second = { fn, job, r };
-	pthread_t th;
+	struct lane second = { fn, NULL, job, r->lane_task, r->opts.intr_mode };
+	struct lane third = { NULL, beside, job, r->beside_task,
+			      r->opts.intr_mode };
+	pthread_t th, bth;
+	bool with_beside = false;
 	int rc;
 
 	lanes_init(l);
+	if (beside) {
+		with_beside = pthread_create(&bth, NULL, lane_main, &third) ==
+			      0;
+		if (!with_beside)
+			cli_lanes_fail(l, -EAGAIN, NULL);
+	}
 	if (pthread_create(&th, NULL, lane_main, &second) != 0) {
 		cli_lanes_fail(l, -EAGAIN, NULL);
 	} else {
 		fn(job, 0);
 		pthread_join(th, NULL);
 	}
+	pthread_mutex_lock(&l->lock);
+	l->done = true;
+	pthread_cond_broadcast(&l->cond);
+	pthread_mutex_unlock(&l->lock);
+	if (with_beside)
+		pthread_join(bth, NULL);
 	rc = l->rc;
 	if (l->what)
 		r->what = l->what;

@@ -152,9 +152,10 @@ static void usage(FILE *f)
 	put_nc_options(f);
 	fprintf(f,
 		"  -v           after the command, print on stderr the export, "
-		"rsize, wsize\n"
-		"               and the transport counters, one name=value a "
-		"line\n"
+		"rsize, wsize,\n"
+		"               the transport counters and the calls of each "
+		"procedure\n"
+		"               (calls.WRITE=...), one name=value a line\n"
 		"  -h, --help   show this help\n"
 		"  --version    show the version\n"
 		"\nSIGINT interrupts the command; a second SIGINT, or SIGTERM, "
@@ -166,6 +167,7 @@ static void usage(FILE *f)
 static void print_verbose(const struct cli_run *r)
 {
 	const nc_client_t *c = r->client;
+	struct nc_proc_stats ps[NC_NPROCS];
 	struct nc_stats st;
 	char opts[512];
 
@@ -181,13 +183,19 @@ static void print_verbose(const struct cli_run *r)
 	fprintf(stderr, #f "=%" PRIu64 "\n", r->stats_before.f + st.f);
 	NC_STATS_FIELDS(X)
 #undef X
+	/* The calls of each NFS procedure, of those that were called. */
+	nc_client_proc_stats(c, ps);
+	for (unsigned i = 0; i < NC_NPROCS; i++)
+		if (ps[i].ops)
+			fprintf(stderr, "calls.%s=%" PRIu64 "\n",
+				nc_proc_name(i), ps[i].ops);
 }
 
 /* The signal thread: SIGINT and SIGTERM become the task's interrupts. */
 
 struct sig_thread {
 	pthread_t thread;
-	task_t *task, *lane_task;
+	task_t *tasks[3]; /* the command's, the second lane's, beside's */
 	sigset_t set;
 	_Atomic bool stop;
 	unsigned sigints; /* only the signal thread touches it */
@@ -205,25 +213,27 @@ static void *sig_main(void *arg)
 		/* Acquire: pairs with the release in sig_thread_stop(). */
 		if (atomic_load_explicit(&s->stop, memory_order_acquire))
 			break;
-		region_task_interrupt(s->task, TASK_INTR_NORMAL);
-		region_task_interrupt(s->lane_task, TASK_INTR_NORMAL);
 		/*
 		 * A second Ctrl-C is fatal, as SIGINT is to a process without
 		 * a handler: otherwise a hard, killable mount would ignore it.
 		 */
-		if (sig == SIGTERM || ++s->sigints > 1) {
-			region_task_interrupt(s->task, TASK_INTR_FATAL);
-			region_task_interrupt(s->lane_task, TASK_INTR_FATAL);
+		bool fatal = sig == SIGTERM || ++s->sigints > 1;
+
+		for (size_t i = 0; i < ARRAY_SIZE(s->tasks); i++) {
+			region_task_interrupt(s->tasks[i], TASK_INTR_NORMAL);
+			if (fatal)
+				region_task_interrupt(s->tasks[i],
+						      TASK_INTR_FATAL);
 		}
 	}
 	return NULL;
 }
 
-static int sig_thread_start(struct sig_thread *s, task_t *task,
-			    task_t *lane_task)
+static int sig_thread_start(struct sig_thread *s, const struct cli_run *r)
 {
-	s->task = task;
-	s->lane_task = lane_task;
+	s->tasks[0] = r->task;
+	s->tasks[1] = r->lane_task;
+	s->tasks[2] = r->beside_task;
 	atomic_init(&s->stop, false);
 	s->sigints = 0;
 	return -pthread_create(&s->thread, NULL, sig_main, s);
@@ -383,13 +393,15 @@ int main(int argc, char **argv)
 	r.task = region_task_create(&attr);
 	attr.name = PROG " lane";
 	r.lane_task = r.task ? region_task_create(&attr) : NULL;
-	if (!r.task || !r.lane_task) {
+	attr.name = PROG " beside";
+	r.beside_task = r.lane_task ? region_task_create(&attr) : NULL;
+	if (!r.task || !r.lane_task || !r.beside_task) {
 		fprintf(stderr, "%s: cannot create a task: %s\n", PROG,
 			strerror(errno));
 		return EXIT_FAIL;
 	}
 	region_task_enter(r.task);
-	rc = sig_thread_start(&sigs, r.task, r.lane_task);
+	rc = sig_thread_start(&sigs, &r);
 	if (rc < 0) {
 		fprintf(stderr, "%s: cannot start the signal thread: %s\n",
 			PROG, strerror(-rc));
@@ -414,5 +426,6 @@ out_leave:
 	region_task_leave(r.task);
 	region_task_put(r.task);
 	region_task_put(r.lane_task);
+	region_task_put(r.beside_task);
 	return status;
 }

@@ -31,6 +31,8 @@
  */
 #define CAT_CHUNK_CALLS 8
 #define PUT_CHUNK_CALLS 16
+/* put COMMITs as it goes, each time this many more chunks are written. */
+#define PUT_COMMIT_CHUNKS 2
 /* The I/O size when the client reports none (it always should). */
 #define IO_SIZE_FALLBACK 65536u
 /* Passes a put makes before it gives up on a server that keeps restarting. */
@@ -120,7 +122,7 @@ int cli_cmd_cat(struct cli_run *r, char **argv)
 		return rc;
 	c.chunk = io_chunk(CAT_CHUNK_CALLS, nc_client_rsize(r->client));
 	c.out_blocks = !cli_fd_never_blocks(STDOUT_FILENO);
-	return cli_run_lanes(r, cat_lane, &c, &c.l);
+	return cli_run_lanes(r, cat_lane, NULL, &c, &c.l);
 }
 
 /* put */
@@ -150,7 +152,65 @@ struct put_pass {
 	unsigned char verf[8];
 	bool have_verf, changed, unstable;
 	uint64_t bytes;
+	/* The chunk each lane writes next; UINT64_MAX once it is done. */
+	uint64_t lane_next[CLI_LANES];
+	uint64_t committed; /* the bytes from 0 on that a COMMIT covered */
 };
+
+/* Under l.lock: the bytes from 0 on whose WRITEs have all been answered. */
+static uint64_t put_written(const struct put_pass *pp)
+{
+	uint64_t k = pp->lane_next[0];
+
+	for (unsigned i = 1; i < CLI_LANES; i++)
+		if (pp->lane_next[i] < k)
+			k = pp->lane_next[i];
+	if (k > pp->bytes / pp->p->chunk)
+		return pp->bytes;
+	return k * pp->p->chunk;
+}
+
+/*
+ * Beside the lanes: a COMMIT of what they have written, each time another
+ * PUT_COMMIT_CHUNKS chunks are in, so that the server writes them to its
+ * disk while the rest arrives rather than all of it at the end (Linux's
+ * client commits as its writeback goes, too).  Its verifier is checked as
+ * the last COMMIT's is; its failure fails the put.
+ */
+static void put_committer(void *job)
+{
+	struct put_pass *pp = job;
+	const uint64_t every = PUT_COMMIT_CHUNKS * (uint64_t)pp->p->chunk;
+
+	pthread_mutex_lock(&pp->l.lock);
+	for (;;) {
+		uint64_t from = pp->committed, upto;
+		unsigned char verf[8];
+		int rc;
+
+		while (!pp->l.rc && !pp->l.done &&
+		       put_written(pp) - pp->committed < every)
+			pthread_cond_wait(&pp->l.cond, &pp->l.lock);
+		if (pp->l.rc || pp->l.done)
+			break;
+		upto = put_written(pp);
+		pthread_mutex_unlock(&pp->l.lock);
+		/* Count 0 is to the end of the file: more, never less. */
+		rc = nc_commit(
+			pp->r->client, &pp->r->cred, &pp->p->fh, from,
+			upto - from > UINT32_MAX ? 0 : (uint32_t)(upto - from),
+			verf);
+		if (rc < 0) {
+			cli_lanes_fail(&pp->l, rc, NULL);
+			return;
+		}
+		pthread_mutex_lock(&pp->l.lock);
+		if (memcmp(pp->verf, verf, sizeof(verf)) != 0)
+			pp->changed = true;
+		pp->committed = upto;
+	}
+	pthread_mutex_unlock(&pp->l.lock);
+}
 
 static void put_lane(void *job, unsigned index)
 {
@@ -200,8 +260,14 @@ static void put_lane(void *job, unsigned index)
 		pp->have_verf = true;
 		if (k * p->chunk + got > pp->bytes)
 			pp->bytes = k * p->chunk + got;
+		pp->lane_next[index] = k + CLI_LANES;
+		pthread_cond_broadcast(&pp->l.cond);
 		pthread_mutex_unlock(&pp->l.lock);
 	}
+	pthread_mutex_lock(&pp->l.lock);
+	pp->lane_next[index] = UINT64_MAX;
+	pthread_cond_broadcast(&pp->l.cond);
+	pthread_mutex_unlock(&pp->l.lock);
 	free(buf);
 }
 
@@ -217,7 +283,9 @@ static int put_pass(struct cli_run *r, struct put *p, bool *lost)
 	int rc;
 
 	*lost = false;
-	rc = cli_run_lanes(r, put_lane, &pp, &pp.l);
+	for (unsigned i = 0; i < CLI_LANES; i++)
+		pp.lane_next[i] = i;
+	rc = cli_run_lanes(r, put_lane, put_committer, &pp, &pp.l);
 	if (rc < 0)
 		return rc;
 	p->bytes = pp.bytes;
