@@ -154,13 +154,14 @@ static void copy_fi(struct job *j, const struct fuse_file_info *fi)
  */
 static void note_splice(const struct fuse_conn_info *conn)
 {
+	unsigned need = conn->max_write + 4096, pipe_size = 4096;
 	unsigned long max = 0;
 	int p[2], e = 0;
 	FILE *f;
 
 	if (!(conn->want & FUSE_CAP_SPLICE_READ) || pipe2(p, O_CLOEXEC) < 0)
 		return;
-	if (fcntl(p[0], F_SETPIPE_SZ, (int)conn->max_write + 4096) < 0)
+	if (fcntl(p[0], F_SETPIPE_SZ, (int)need) < 0)
 		e = errno;
 	close(p[0]);
 	close(p[1]);
@@ -172,11 +173,14 @@ static void note_splice(const struct fuse_conn_info *conn)
 			max = 0;
 		fclose(f);
 	}
+	/* The kernel rounds a pipe's size up to a power of two pages. */
+	while (pipe_size < need)
+		pipe_size *= 2;
 	fprintf(stderr,
 		"intrfs: writes are copied from FUSE, not spliced: a pipe of "
 		"%u bytes needs CAP_SYS_RESOURCE or fs.pipe-max-size >= "
-		"2097152 (it is %lu): %s\n",
-		conn->max_write + 4096, max, strerror(e));
+		"%u (it is %lu): %s\n",
+		need, pipe_size, max, strerror(e));
 }
 
 static void op_init(void *userdata, struct fuse_conn_info *conn)
@@ -909,10 +913,6 @@ static void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in,
 	if (!j)
 		return;
 	nfs_event(FS(req), VFSUPDATEPAGE);
-	if (fi->flags & O_DIRECT)
-		nfs_bytes(FS(req), DIRECTWRITTENBYTES, size);
-	else
-		nfs_bytes(FS(req), NORMALWRITTENBYTES, size);
 	j->ino = ino;
 	j->size = size;
 	j->out_len = size;
@@ -924,8 +924,6 @@ static void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in,
 		job_fail(j, -ENOMEM);
 		return;
 	}
-	if (in->buf[0].flags & FUSE_BUF_IS_FD)
-		fs_count(&j->fs->stats.spliced_writes);
 	got = fuse_buf_copy(&dst, in, 0);
 	if (got != (ssize_t)size) {
 		fprintf(stderr,
@@ -936,6 +934,13 @@ static void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in,
 		job_fail(j, -EIO);
 		return;
 	}
+	/* Counted once they are here, as Linux counts what was copied. */
+	if (fi->flags & O_DIRECT)
+		nfs_bytes(FS(req), DIRECTWRITTENBYTES, size);
+	else
+		nfs_bytes(FS(req), NORMALWRITTENBYTES, size);
+	if (in->buf[0].flags & FUSE_BUF_IS_FD)
+		fs_count(&j->fs->stats.spliced_writes);
 	/*
 	 * A worker's: write-behind answers it early and it goes on, so a
 	 * session thread that ran it would be held meanwhile, and libfuse
