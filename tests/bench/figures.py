@@ -10,9 +10,11 @@ one table, and reads the JSON the tools around the benchmarks write.
 Usage:
   figures.py summary SAMPLES [--param NAME=VALUE]... [--json FILE]
       the figures and the checks: name=value lines, then the table
-  figures.py ops STATS.json PROC|COUNTER
-      the calls of one NFS procedure (READ), or one of the daemon's
-      counters (spliced_writes), in `intrfsctl MNT stats`'s JSON
+  figures.py ops STATS.json PROC
+      the calls of one NFS procedure (READ) in `intrfsctl MNT stats`'s
+      JSON
+  figures.py counter STATS.json COUNTER
+      one of the daemon's counters (spliced_writes) in the same JSON
   figures.py rpcs BEFORE.json AFTER.json OPS WORKLOAD [SAMPLES CONTROL]
       RPCs per operation between two stats (less CONTROL's, as recorded
       in SAMPLES), as sample lines
@@ -419,15 +421,19 @@ def daemon_counters(path):
 def ops(args):
     if len(args) != 2:
         return usage()
-    if args[1].isupper():
-        print(procedures(args[0]).get(args[1], 0))
-    else:
-        counters = daemon_counters(args[0])
-        if args[1] not in counters:
-            sys.stderr.write("figures.py: the daemon counts no %s (it counts "
-                             "%s)\n" % (args[1], ", ".join(sorted(counters))))
-            return 1
-        print(counters[args[1]])
+    print(procedures(args[0]).get(args[1], 0))
+    return 0
+
+
+def counter(args):
+    if len(args) != 2:
+        return usage()
+    counters = daemon_counters(args[0])
+    if args[1] not in counters:
+        sys.stderr.write("figures.py: the daemon counts no %s (it counts "
+                         "%s)\n" % (args[1], ", ".join(sorted(counters))))
+        return 1
+    print(counters[args[1]])
     return 0
 
 
@@ -515,7 +521,7 @@ def check_quick(args):
     return 0
 
 
-COMMANDS = {"summary": summary, "ops": ops, "rpcs": rpcs, "kernel": kernel,
+COMMANDS = {"summary": summary, "ops": ops, "counter": counter, "rpcs": rpcs, "kernel": kernel,
             "check-quick": check_quick}
 
 

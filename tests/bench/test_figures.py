@@ -133,11 +133,12 @@ class Tools(unittest.TestCase):
 
     def test_daemon_counter(self):
         s = self.stats({"WRITE": 90}, {"interrupts": 0, "spliced_writes": 8})
-        self.assertEqual(run("ops", s, "spliced_writes")[1], "8\n")
-        self.assertEqual(run("ops", s, "interrupts")[1], "0\n")
+        self.assertEqual(run("counter", s, "spliced_writes")[1], "8\n")
+        self.assertEqual(run("counter", s, "interrupts")[1], "0\n")
         import contextlib
         with contextlib.redirect_stderr(io.StringIO()):
-            self.assertEqual(run("ops", s, "nonesuch")[0], 1)
+            self.assertEqual(run("counter", s, "nonesuch")[0], 1)
+            self.assertEqual(run("counter", s)[0], 2)
 
     def test_rpcs_less_control(self):
         a = self.stats({"CREATE": 10, "REMOVE": 10, "RENAME": 0})
