@@ -17,7 +17,7 @@
  */
 #include "netclient_i.h"
 
-#include "nfs3.h"
+#include "nfs3_i.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -1147,43 +1147,145 @@ static uint32_t readdir_maxcount(const nc_client_t *c)
 							 READDIR_MAXCOUNT;
 }
 
+/*
+ * READDIRPLUS3res decoded in place, in the wire format of nfs3.x: rpcgen's
+ * decoder callocs every entry, its name and its handle, and frees them all
+ * after, which was most of a listing's CPU in the daemon.  Here an entry's
+ * numbers and attributes land in one array, and its name and handle point
+ * into the reply record, kept until the entries are handed over.  A name
+ * is terminated in the record: the byte after it is XDR padding or the
+ * first of the cookie, decoded by then.
+ */
+/* Skips len bytes and their padding; where they are, or NULL. */
+static char *xdr_inplace(XDR *xdrs, u_int len)
+{
+	u_int pos = XDR_GETPOS(xdrs), padded = (len + 3) & ~3u;
+
+	/* Wrapped, it would move back: an entry read again, forever. */
+	if (padded < len || pos + padded < pos ||
+	    !XDR_SETPOS(xdrs, pos + padded))
+		return NULL; /* not that much in the record */
+	return xdrs->x_base + pos;
+}
+
+static bool_t xdr_rdp_entry(XDR *xdrs, struct nc__rdp_entry *e)
+{
+	bool_t follows;
+	u_int len;
+
+	if (!xdr_fileid3(xdrs, &e->fileid) || !xdr_u_int(xdrs, &len))
+		return FALSE;
+	e->name = xdr_inplace(xdrs, len);
+	/* A name with a NUL in it would be another name once terminated. */
+	if (!e->name || memchr(e->name, '\0', len))
+		return FALSE;
+	if (!xdr_cookie3(xdrs, &e->cookie) ||
+	    !xdr_post_op_attr(xdrs, &e->attr) || !xdr_bool(xdrs, &follows))
+		return FALSE;
+	e->has_fh = follows;
+	e->fh = NULL;
+	e->fh_len = 0;
+	if (follows) {
+		if (!xdr_u_int(xdrs, &e->fh_len) || e->fh_len > NFS3_FHSIZE)
+			return FALSE;
+		e->fh = (const unsigned char *)xdr_inplace(xdrs, e->fh_len);
+		if (!e->fh)
+			return FALSE;
+	}
+	e->name[len] = '\0';
+	return TRUE;
+}
+
+bool_t nc__xdr_readdirplus_inplace(XDR *xdrs, struct nc__rdp_res *r)
+{
+	if (xdrs->x_op == XDR_FREE) {
+		free(r->e);
+		r->e = NULL;
+		r->n = r->cap = 0;
+		return TRUE;
+	}
+	if (xdrs->x_op != XDR_DECODE || !xdr_nfsstat3(xdrs, &r->status))
+		return FALSE;
+	if (r->status != NFS3_OK)
+		return xdr_post_op_attr(xdrs, &r->dir_attr);
+	if (!xdr_post_op_attr(xdrs, &r->dir_attr) ||
+	    !xdr_cookieverf3(xdrs, r->verf))
+		return FALSE;
+	for (;;) {
+		bool_t more;
+
+		if (!xdr_bool(xdrs, &more))
+			return FALSE;
+		if (!more)
+			break;
+		if (r->n == r->cap) {
+			unsigned cap = r->cap ? 2 * r->cap : 64;
+			struct nc__rdp_entry *e =
+				realloc(r->e, cap * sizeof(*e));
+
+			if (!e)
+				return FALSE;
+			r->e = e;
+			r->cap = cap;
+		}
+		if (!xdr_rdp_entry(xdrs, &r->e[r->n]))
+			return FALSE;
+		r->n++;
+	}
+	return xdr_bool(xdrs, &r->eof);
+}
+
 static int readdir_plus(nc_client_t *c, const struct nc_cred *cr,
 			const struct nc_fh *dir, uint64_t cookie,
 			unsigned char verf[8], nc_dirent_fn fn, void *arg,
 			bool *eof)
 {
 	READDIRPLUS3args args;
-	READDIRPLUS3res res = { 0 };
-	struct nc__rpc r = NFS3_RPC(READDIRPLUS, &args, &res, cr);
+	struct nc__rdp_res res = { 0 };
+	struct nc__rpc r = {
+		.proc = NFSPROC3_READDIRPLUS,
+		.xargs = NC__XDRPROC(xdr_READDIRPLUS3args),
+		.argp = &args,
+		.xres = NC__XDRPROC(nc__xdr_readdirplus_inplace),
+		.resp = &res,
+		.cred = cr,
+		.keep_reply = true,
+	};
+	struct nc__xprt *x;
 	int rc;
 
+	if (!c->nfsx[0])
+		return -ENOTCONN;
 	memset(&args, 0, sizeof(args));
 	args.dir = fh_to3(dir);
 	args.cookie = cookie;
 	memcpy(args.cookieverf, verf, NFS3_COOKIEVERFSIZE);
 	args.maxcount = readdir_maxcount(c);
 	args.dircount = args.maxcount >> READDIR_DIRCOUNT_SHIFT;
-	rc = nfs_call(c, &r, &res.status);
+	x = nc__nfs(c);
+	rc = nc__xprt_call(x, &r);
+	if (rc == 0)
+		rc = nc__nfs3_errno(res.status);
 	if (rc == 0) {
-		const READDIRPLUS3resok *ok = &res.READDIRPLUS3res_u.resok;
-		const entryplus3 *e;
-
-		memcpy(verf, ok->cookieverf, NFS3_COOKIEVERFSIZE);
-		for (e = ok->reply.entries; e && rc == 0; e = e->nextentry) {
-			const post_op_fh3 *h = &e->name_handle;
+		memcpy(verf, res.verf, NFS3_COOKIEVERFSIZE);
+		for (unsigned i = 0; i < res.n && rc == 0; i++) {
+			const struct nc__rdp_entry *e = &res.e[i];
 			struct nc_attr at;
 			struct nc_fh fh;
-			bool has_attr = post_op_from3(&e->name_attributes, &at);
+			bool has_attr = post_op_from3(&e->attr, &at);
 
-			if (h->handle_follows)
-				fh_from3(&h->post_op_fh3_u.handle, &fh);
+			if (e->has_fh) {
+				fh.len = e->fh_len;
+				memcpy(fh.data, e->fh, e->fh_len);
+			}
 			rc = dirent_emit(fn, arg, e->name, e->fileid, e->cookie,
-					 h->handle_follows ? &fh : NULL,
+					 e->has_fh ? &fh : NULL,
 					 has_attr ? &at : NULL);
 		}
-		*eof = rc == 0 && ok->reply.eof;
+		*eof = rc == 0 && res.eof;
 	}
 	xdr_free(r.xres, r.resp);
+	nc__rec_put(x, r.reply_rec, r.reply_cap);
 	return rc > 0 ? 0 : rc;
 }
 

@@ -4,25 +4,29 @@
  * marks, fragments, the size cap, XID lookup) in chunks whose sizes the
  * input also chooses, and every record handed to a waiting call is decoded
  * as one of the NFSv3 results by nc__decode_reply(), as the transport does,
- * then freed.  The receive path (xprt_recv.c) is compiled into this target
- * with the fuzzer's instrumentation; no socket is involved.  Built with
+ * then freed.  The READDIRPLUS reply is decoded a second time by the
+ * in-place decoder the client lists with (nfs3.c), and every name and
+ * handle it hands out is read.  The receive path (xprt_recv.c) and nfs3.c
+ * are compiled into this target with the fuzzer's instrumentation; no
+ * socket is involved.  Built with
  * clang only (meson -Dfuzz=true); tests/run gives it a short run.
  */
 #include "xprt_i.h"
 
-#include "nfs3.h"
+#include "nfs3_i.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define CALLS 4
+#define READDIRPLUS_RESULT NC__XDRPROC(xdr_READDIRPLUS3res)
 
 static const xdrproc_t results[CALLS] = {
 	NC__XDRPROC(xdr_GETATTR3res),
 	NC__XDRPROC(xdr_LOOKUP3res),
 	NC__XDRPROC(xdr_READ3res),
-	NC__XDRPROC(xdr_READDIRPLUS3res),
+	READDIRPLUS_RESULT,
 };
 
 union anyres {
@@ -33,6 +37,39 @@ union anyres {
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/*
+ * The same READDIRPLUS reply through the in-place decoder: what it hands
+ * out must lie inside the record (ASan sees a read past it).
+ */
+static void inplace_readdirplus(struct nc__xprt *x, struct nc__call *call)
+{
+	struct nc__rdp_res rdp;
+	struct nc__rpc r = *call->rpc;
+	struct nc__rpc *was = call->rpc;
+	size_t sum = 0;
+
+	memset(&rdp, 0, sizeof(rdp));
+	r.xres = NC__XDRPROC(nc__xdr_readdirplus_inplace);
+	r.resp = &rdp;
+	call->rpc = &r;
+	if (nc__decode_reply(x, call) == 0) {
+		for (unsigned i = 0; i < rdp.n; i++) {
+			const struct nc__rdp_entry *e = &rdp.e[i];
+
+			if (e->fh_len > NFS3_FHSIZE)
+				abort();
+			sum += strlen(e->name);
+			for (u_int k = 0; k < e->fh_len; k++)
+				sum += e->fh[k];
+		}
+		xdr_free(r.xres, (char *)&rdp);
+	}
+	/* Used, so that the reads above stay. */
+	if (sum == SIZE_MAX)
+		abort();
+	call->rpc = was;
+}
 
 /*
  * One transport for every input, never connected: its receiver thread
@@ -100,6 +137,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (unsigned i = 0; i < CALLS; i++) {
 		if (calls[i].reply && nc__decode_reply(x, &calls[i]) == 0)
 			xdr_free(results[i], (char *)&res[i]);
+		if (calls[i].reply && results[i] == READDIRPLUS_RESULT)
+			inplace_readdirplus(x, &calls[i]);
 		free(calls[i].reply);
 	}
 	/* The calls still waiting leave the table (a no-op for the rest). */
