@@ -673,11 +673,15 @@ int nc_pread_inplace(nc_client_t *c, const struct nc_cred *cr,
 	return rc;
 }
 
+/*
+ * In batches of nc_pread_inplace(), each reply's data copied out of its
+ * record; after a short reply that is not the end, the rest is read again
+ * from where it stopped.
+ */
 int nc_pread(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
 	     uint64_t off, size_t len, void *buf, size_t *got, bool *eof)
 {
-	struct read_call *calls = NULL;
-	struct nc__rpc *rpcs = NULL;
+	struct nc_rbuf *b;
 	size_t done = 0;
 	unsigned max;
 	int rc = 0;
@@ -689,59 +693,23 @@ int nc_pread(nc_client_t *c, const struct nc_cred *cr, const struct nc_fh *fh,
 	if (len == 0)
 		return 0;
 	max = batch_calls(c, len, c->rsize);
-	rc = -ENOMEM;
-	calls = calloc(max, sizeof(*calls));
-	rpcs = calloc(max, sizeof(*rpcs));
-	if (!calls || !rpcs)
-		goto out_free;
-	rc = 0;
+	b = calloc(max, sizeof(*b));
+	if (!b)
+		return -ENOMEM;
 	while (done < len && !*eof && rc == 0) {
-		unsigned n = 0;
+		unsigned n;
+		size_t part;
 
-		for (size_t at = done; at < len && n < max; n++) {
-			uint32_t count = (uint32_t)(len - at < c->rsize ?
-							    len - at :
-							    c->rsize);
-
-			rpcs[n] = read_prepare(&calls[n], cr, fh, off + at,
-					       count, (char *)buf + at);
-			at += count;
-		}
-		/*
-		 * The batch's result is its first failure; what counts is
-		 * each reply, in file order.  After a short one that is not
-		 * the end, the rest is read again from where it stopped (the
-		 * later replies of this batch may be right, but the server
-		 * may also have skipped a part it could not read yet); a
-		 * reply with no data and no end is an error, as in Linux, or
-		 * this would loop.
-		 */
-		rc = nc__xprt_batch(nc__nfs(c), rpcs, n);
+		rc = nc_pread_inplace(c, cr, fh, off + done, len - done, b, max,
+				      &n, &part, eof);
 		for (unsigned i = 0; i < n; i++) {
-			uint32_t part;
-			bool end;
-
-			rc = read_result(&calls[i], rpcs[i].rc, &part, &end,
-					 NULL);
-			if (rc)
-				break;
-			done += part;
-			if (end) {
-				*eof = true;
-				break;
-			}
-			if (part == 0) {
-				rc = -EIO;
-				break;
-			}
-			if (part < calls[i].args.count)
-				break;
+			memcpy((char *)buf + done, b[i].data, b[i].len);
+			done += b[i].len;
+			nc_rbuf_release(&b[i]);
 		}
 	}
 	*got = done;
-out_free:
-	free(rpcs);
-	free(calls);
+	free(b);
 	return rc;
 }
 
