@@ -89,7 +89,7 @@ struct lane {
 	void (*beside)(void *job);
 	void *job;
 	task_t *task;
-	enum nc_intr_mode mode;
+	const struct cli_run *r;
 };
 
 static void *lane_main(void *arg)
@@ -97,12 +97,12 @@ static void *lane_main(void *arg)
 	struct lane *ln = arg;
 
 	region_task_enter(ln->task);
-	NC_MODE_REGION_BEGIN(ln->mode, "intrfs-client: lane");
+	NC_MODE_REGION_BEGIN(ln->r->opts.intr_mode, "intrfs-client: lane");
 	if (ln->beside)
 		ln->beside(ln->job);
 	else
 		ln->fn(ln->job, 1);
-	NC_MODE_REGION_END(ln->mode);
+	NC_MODE_REGION_END(ln->r->opts.intr_mode);
 	region_task_leave(ln->task);
 	return NULL;
 }
@@ -115,9 +115,8 @@ static void *lane_main(void *arg)
 int cli_run_lanes(struct cli_run *r, void (*fn)(void *, unsigned),
 		  void (*beside)(void *), void *job, struct cli_lanes *l)
 {
-	struct lane second = { fn, NULL, job, r->lane_task, r->opts.intr_mode };
-	struct lane third = { NULL, beside, job, r->beside_task,
-			      r->opts.intr_mode };
+	struct lane second = { fn, NULL, job, r->lane_task, r };
+	struct lane third = { NULL, beside, job, r->beside_task, r };
 	pthread_t th, bth;
 	bool with_beside = false;
 	int rc;
