@@ -24,10 +24,10 @@
 
 /*
  * A lane's chunk, in rsize/wsize calls in flight at once.  cat's two lanes
- * keep 16 READs in flight, about Linux's readahead window (15 x rsize): a
- * cold file is read no faster with more, since the server then reads it
- * from its disk at as many places at once (two lanes of 16 read a cold
- * 512 MiB file at 0.92 of the speed of two lanes of 8).
+ * keep 16 READs in flight: a cold file is read no faster with more, since
+ * the server then reads it from its disk at as many places at once (two
+ * lanes of 16 read a cold 512 MiB file at 0.92 of the speed of two lanes
+ * of 8), and fewer would leave a network with any latency idle.
  */
 #define CAT_CHUNK_CALLS 8
 #define PUT_CHUNK_CALLS 16
