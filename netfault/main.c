@@ -65,7 +65,7 @@ static const char usage_text[] =
 	"    FAULT [ARG...] [KEY=VALUE...]   (netfault/RULES.md has it all)\n"
 	"    record faults: delay MS [JITTER_MS], drop, duplicate, reorder N,\n"
 	"        reset [after=BYTES], slice BYTES,\n"
-	"        corrupt [header|body] [bytes=N]\n"
+	"        corrupt [header|body] [bytes=N], short-read BYTES\n"
 	"    stream faults: stall, throttle KIBPS, blackhole, refuse,\n"
 	"        close-after BYTES\n"
 	"    targets: dir=call|reply prog=NAME proc=NAME xid=X nth=N\n"

@@ -127,6 +127,18 @@ void nf_stream_set_xids(struct nf_stream *s, struct nf_xids *x);
 bool nf_rpc_decode(const uint8_t *body, size_t len, enum nf_dir dir,
 		   struct nf_msg *msg);
 
+/*
+ * Cuts the data of an NFSv3 READ reply (body: the record, marks removed,
+ * len bytes; msg: its header, from a call seen) to at most keep bytes, in
+ * place: count and the data's length say keep, eof says false (the file
+ * goes on past what the reply now carries), and the padding is zeros.
+ * Returns the record's new length: len, unchanged, when it is not a
+ * successful NFSv3 READ reply, or carries no more than keep bytes, or does
+ * not decode.
+ */
+size_t nf_read_reply_cut(uint8_t *body, size_t len, const struct nf_msg *msg,
+			 uint32_t keep);
+
 /* Program and procedure names: "NFS", "WRITE"; NULL when unknown. */
 const char *nf_prog_name(uint32_t prog);
 const char *nf_proc_name(uint32_t prog, uint32_t vers, uint32_t proc);
@@ -154,6 +166,7 @@ enum nf_fault {
 	NF_BLACKHOLE, /* accept, never answer */
 	NF_REFUSE, /* stop accepting connections */
 	NF_CLOSE_AFTER, /* close after n bytes */
+	NF_SHORT_READ, /* a READ reply's data cut to n bytes */
 };
 
 /*

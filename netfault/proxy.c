@@ -378,6 +378,47 @@ static void corrupt(struct nf_rule *r, const struct nf_msg *msg, uint8_t *wire,
 }
 
 /*
+ * short-read: a READ reply's data cut to the rule's bytes, the record sent
+ * as one fragment.  Any other record, or one with no more data than that,
+ * goes as it came.
+ */
+static int short_read(struct nf_rule *r, const struct nf_msg *msg,
+		      struct seg *s)
+{
+	uint8_t *body = malloc(msg->len ? msg->len : 1);
+	size_t pos = 0, have = 0, n;
+
+	if (!body)
+		return -ENOMEM;
+	/* The body, its fragments' marks left out. */
+	while (pos + 4 <= s->len && have < msg->len) {
+		size_t fl = ((size_t)s->buf[pos] << 24 |
+			     (size_t)s->buf[pos + 1] << 16 |
+			     (size_t)s->buf[pos + 2] << 8 | s->buf[pos + 3]) &
+			    0x7fffffffu;
+
+		if (fl > s->len - pos - 4 || fl > msg->len - have)
+			break;
+		memcpy(body + have, s->buf + pos + 4, fl);
+		have += fl;
+		pos += 4 + fl;
+	}
+	n = have == msg->len ? nf_read_reply_cut(body, have, msg,
+						 (uint32_t)nf_rule_arg(r, 0)) :
+			       have;
+	if (n < have) {
+		s->buf[0] = (uint8_t)(0x80 | n >> 24);
+		s->buf[1] = (uint8_t)(n >> 16);
+		s->buf[2] = (uint8_t)(n >> 8);
+		s->buf[3] = (uint8_t)n;
+		memcpy(s->buf + 4, body, n);
+		s->len = 4 + n;
+	}
+	free(body);
+	return 0;
+}
+
+/*
  * One record parsed: every rule sees it in order, the record faults that
  * match are applied to a copy, and the copy is queued (or not, for a drop
  * or under a blackhole).
@@ -443,6 +484,12 @@ static int on_record(const uint8_t *wire, size_t wire_len,
 			break;
 		case NF_CORRUPT:
 			corrupt(r, msg, s->buf, s->len);
+			break;
+		case NF_SHORT_READ:
+			if (short_read(r, msg, s)) {
+				seg_free(s);
+				return -ENOMEM;
+			}
 			break;
 		default:
 			break;

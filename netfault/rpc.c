@@ -170,6 +170,58 @@ bool nf_rpc_decode(const uint8_t *body, size_t len, enum nf_dir dir,
 	return true;
 }
 
+/* ---- READ replies cut short ------------------------------------------- */
+
+static uint32_t load32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
+	       (uint32_t)p[2] << 8 | p[3];
+}
+
+static void store32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+}
+
+/* fattr3 on the wire: five 32-bit fields and eight 64-bit ones. */
+#define FATTR3_XDR_LEN (5 * 4 + 8 * 8)
+
+size_t nf_read_reply_cut(uint8_t *body, size_t len, const struct nf_msg *msg,
+			 uint32_t keep)
+{
+	size_t off = msg->hdr_len;
+	uint32_t follows, data;
+
+	if (!msg->rpc || msg->dir != NF_REPLY || !msg->matched ||
+	    msg->prog != NFS_PROGRAM || msg->vers != NFS_V3 ||
+	    msg->proc != NFSPROC3_READ || msg->reply_stat != MSG_ACCEPTED ||
+	    msg->accept_stat != SUCCESS || off > len || len - off < 8 ||
+	    load32(body + off) != NFS3_OK)
+		return len;
+	/* READ3resok: post_op_attr, count, eof, then the data. */
+	follows = load32(body + off + 4);
+	if (follows > 1)
+		return len;
+	off += 8 + (follows ? FATTR3_XDR_LEN : 0);
+	if (off > len || len - off < 12)
+		return len;
+	data = load32(body + off + 8);
+	/* Only what the record holds, the cut's padding included. */
+	if (data <= keep || data > len - off - 12 ||
+	    ((size_t)keep + 3) / 4 * 4 > len - off - 12)
+		return len;
+	store32(body + off, keep);
+	store32(body + off + 4, 0);
+	store32(body + off + 8, keep);
+	off += 12 + (size_t)keep;
+	for (; keep % 4; keep++)
+		body[off++] = 0;
+	return off;
+}
+
 /* ---- the XID table ----------------------------------------------------- */
 
 struct xid_entry {

@@ -16,7 +16,7 @@
  *   FAULT  := delay MS [JITTER_MS] | stall | throttle KIBPS | drop
  *           | duplicate | reorder N | reset [after=BYTES] | slice BYTES
  *           | corrupt [header|body] [bytes=N] | blackhole | refuse
- *           | close-after BYTES
+ *           | close-after BYTES | short-read BYTES
  *   KEY    := dir=call|reply          prog=NAME|NUMBER
  *           | proc=NAME|NUMBER        xid=0xHEX|NUMBER
  *           | nth=N      count=N|all  prob=P       seed=N
@@ -28,11 +28,12 @@
  * once.  Names of faults, keys and directions are lower case; program and
  * procedure names are matched without regard to case.
  *
- * Record faults (delay, drop, duplicate, reorder, reset, slice, corrupt)
- * are decided record by record by nf_rule_match(); stream faults (stall,
- * throttle, blackhole, refuse, close-after) are on or off as a whole,
- * asked with nf_rule_active(), and take only dir= (not refuse) and the
- * time keys.
+ * Record faults (delay, drop, duplicate, reorder, reset, slice, corrupt,
+ * short-read) are decided record by record by nf_rule_match(); stream
+ * faults (stall, throttle, blackhole, refuse, close-after) are on or off
+ * as a whole, asked with nf_rule_active(), and take only dir= (not refuse)
+ * and the time keys.  short-read aims at NFS READ replies alone: its rule
+ * says dir=reply proc=READ, whether written or not.
  *
  * A record gets a record fault when, in this order: its header matches
  * the target (dir, prog, proc, xid: each given key must be equal; prog,
@@ -134,6 +135,7 @@ static const struct fault_info faults[] = {
 	[NF_BLACKHOLE]   = { "blackhole",   true,  0, 0, 0, 0, { NULL, NULL } },
 	[NF_REFUSE]      = { "refuse",      true,  0, 0, 0, 0, { NULL, NULL } },
 	[NF_CLOSE_AFTER] = { "close-after", true,  1, 0, 0, VALUE_MAX, { "BYTES", NULL } },
+	[NF_SHORT_READ]  = { "short-read",  false, 1, 0, 0, UINT32_MAX, { "BYTES", NULL } },
 };
 /* clang-format on */
 
@@ -634,6 +636,29 @@ static int argument(struct parser *p, const struct tok *t, unsigned i)
 	return 0;
 }
 
+/* short-read's target, NFS READ replies, given or not. */
+static int short_read_target(struct parser *p)
+{
+	struct nf_spec *s = p->s;
+	uint32_t prog, proc;
+
+	if (nf_proc_lookup("READ", &prog, &proc))
+		return fail(p, 1, "no NFS READ procedure to aim at");
+	if (s->has_dir && s->dir != NF_REPLY)
+		return fail(p, p->col[K_DIR],
+			    "short-read cuts replies: dir=reply or no dir=");
+	if ((s->has_prog && s->prog != prog) ||
+	    (s->has_proc && s->proc != proc))
+		return fail(p, p->col[K_PROC] ? p->col[K_PROC] : p->col[K_PROG],
+			    "short-read cuts NFS READ replies: proc=READ or "
+			    "no proc=");
+	s->has_dir = s->has_prog = s->has_proc = true;
+	s->dir = NF_REPLY;
+	s->prog = prog;
+	s->proc = proc;
+	return 0;
+}
+
 /* What can only be checked once every key is known. */
 static int finish(struct parser *p)
 {
@@ -672,6 +697,8 @@ static int finish(struct parser *p)
 	} else if (s->has_proc && !s->has_prog) {
 		return fail(p, col[K_PROC], "a procedure number needs prog=");
 	}
+	if (s->fault == NF_SHORT_READ && short_read_target(p))
+		return -EINVAL;
 	if (s->prob_ppb == PPB)
 		s->seed = col[K_SEED] && s->arg[1] ? s->seed : 0;
 	return 0;

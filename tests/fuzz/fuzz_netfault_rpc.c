@@ -7,7 +7,8 @@
  * one XID table.  Every record handed out is checked: its wire length is
  * its marks plus its body, its header fits in its body, and its marks,
  * walked again, add up to it; its body, stripped of marks, decodes to the
- * same header.  Between feeds a stream never holds more than NF_WIRE_MAX
+ * same header, and a reply cut as short-read cuts a READ reply stays
+ * within its body.  Between feeds a stream never holds more than NF_WIRE_MAX
  * bytes, and a stream that reported -EPROTO stays broken.  The whole input
  * is also decoded as one body in each direction.  Built with clang only
  * (meson -Dfuzz=true); tests/run gives it a short run.
@@ -82,6 +83,21 @@ static int check_record(const uint8_t *wire, size_t wire_len,
 	else
 		CHECK(again.reply_stat == msg->reply_stat &&
 		      again.accept_stat == msg->accept_stat);
+	/* Any reply, taken for an NFSv3 READ's: short-read's cut stays
+	 * inside it, and a cut reply decodes to the same header. */
+	if (msg->dir == NF_REPLY && msg->rpc) {
+		struct nf_msg r = *msg;
+		size_t n;
+
+		r.matched = true;
+		r.prog = 100003;
+		r.vers = 3;
+		r.proc = 6;
+		n = nf_read_reply_cut(body, blen, &r, msg->xid & 0xfff);
+		CHECK(n <= blen && n >= msg->hdr_len);
+		CHECK(nf_rpc_decode(body, n, NF_REPLY, &again));
+		CHECK(again.xid == msg->xid && again.hdr_len == msg->hdr_len);
+	}
 	return 0;
 }
 

@@ -734,6 +734,149 @@ TEST_IMPL(nf_proxy_corrupt)
 	return 0;
 }
 
+/* An NFSv3 call of proc with 8 bytes of arguments; *rec_len set. */
+static uint8_t *make_nfs3_call(uint32_t xid, uint32_t proc, size_t *rec_len)
+{
+	uint32_t hdr[] = { xid, 0, 2, 100003, 3, proc, 0, 0, 0, 0, 0, 0 };
+	uint8_t *r = calloc(1, 4 + sizeof(hdr));
+
+	ASSERT_NE(r, NULL);
+	put32(r, RPC_LAST_FRAG | (uint32_t)sizeof(hdr));
+	for (size_t i = 0; i < ARRAY_SIZE(hdr); i++)
+		put32(r + 4 + 4 * i, hdr[i]);
+	*rec_len = 4 + sizeof(hdr);
+	return r;
+}
+
+/*
+ * A READ reply of len pattern bytes (with attributes or not, status
+ * NFS3_OK or not), written as frags fragments; returns the body's length.
+ */
+static size_t send_read_reply(int fd, uint32_t xid, bool attrs, uint32_t status,
+			      size_t len, unsigned frags)
+{
+	/* The RPC header, the status, post_op_attr, then READ3resok's rest. */
+	size_t data = status ? 0 : 12 + (len + 3) / 4 * 4;
+	size_t body = 24 + 4 + 4 + (attrs && !status ? 84 : 0) + data;
+	uint8_t *b = calloc(1, body), *w = calloc(1, body + 4 * frags);
+	size_t o, wl = 0, at = 0;
+
+	ASSERT_NE(b, NULL);
+	ASSERT_NE(w, NULL);
+	put32(b, xid);
+	put32(b + 4, 1); /* REPLY */
+	/* MSG_ACCEPTED, AUTH_NONE verifier, SUCCESS: zeros. */
+	o = 24;
+	put32(b + o, status);
+	o += 4;
+	if (!status) {
+		put32(b + o, attrs);
+		o += 4;
+		for (size_t i = 0; attrs && i < 84; i++)
+			b[o++] = (uint8_t)(0xa0 + i);
+		put32(b + o, (uint32_t)len); /* count */
+		put32(b + o + 4, 1); /* eof */
+		put32(b + o + 8, (uint32_t)len);
+		o += 12;
+		for (size_t i = 0; i < len; i++)
+			b[o + i] = pattern(xid, i);
+	}
+	for (unsigned f = 0; f < frags; f++) {
+		size_t fl = f + 1 < frags ? body / frags : body - at;
+
+		put32(w + wl,
+		      (f + 1 == frags ? RPC_LAST_FRAG : 0) | (uint32_t)fl);
+		memcpy(w + wl + 4, b + at, fl);
+		wl += 4 + fl;
+		at += fl;
+	}
+	send_all(fd, w, wl);
+	free(b);
+	free(w);
+	return body;
+}
+
+/*
+ * short-read cuts an NFSv3 READ reply's data to BYTES: count, eof and the
+ * length say so, the bytes kept are the first ones, the padding is zeros,
+ * and the record comes as one fragment whatever it came in.  A reply with
+ * no more data, a failed READ and another procedure's reply pass as they
+ * came.
+ */
+TEST_IMPL(nf_proxy_short_read)
+{
+	static const struct {
+		uint32_t keep;
+		bool attrs;
+		uint32_t status, proc;
+		size_t len;
+		unsigned frags;
+		bool cut;
+	} cases[] = {
+		{ 1000, true, 0, 6, 5000, 1, true },
+		{ 1001, false, 0, 6, 5000, 3, true },
+		{ 0, true, 0, 6, 4096, 2, true },
+		{ 5000, true, 0, 6, 5000, 1, false },
+		{ 10, true, 70, 6, 0, 1, false }, /* NFS3ERR_STALE */
+		{ 10, true, 0, 7, 5000, 1, false }, /* WRITE's: not READ */
+	};
+	unsigned up_port;
+	int lfd = raw_listen(&up_port);
+
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		char rule[64];
+		const char *rules[] = { rule, NULL };
+		uint32_t xid = 0x100 + (uint32_t)i, keep = cases[i].keep;
+		uint8_t *call, *got;
+		size_t cl, n, body, o;
+		struct nf_event ev[4];
+		unsigned peer;
+		struct px x;
+		int c, s;
+
+		snprintf(rule, sizeof(rule), "short-read %u", keep);
+		px_start(&x, up_port, rules);
+		c = tcp_connect(x.port);
+		s = accept_peer(lfd, &peer);
+		call = make_nfs3_call(xid, cases[i].proc, &cl);
+		send_all(c, call, cl);
+		ASSERT_EQ(recv_record(s, 2000, &got, &n), 0);
+		ASSERT_EQ(n, cl - 4);
+		free(got);
+		body = send_read_reply(s, xid, cases[i].attrs, cases[i].status,
+				       cases[i].len, cases[i].frags);
+		ASSERT_EQ(recv_record(c, 2000, &got, &n), 0);
+		ASSERT_EQ(get32(got), xid);
+		o = 24 + 4 + (cases[i].attrs ? 88 : 4);
+		if (!cases[i].cut) {
+			ASSERT_EQ(n, body);
+		} else {
+			ASSERT_EQ(n, o + 12 + (keep + 3) / 4 * 4);
+			ASSERT_EQ(get32(got + o), keep); /* count */
+			ASSERT_EQ(get32(got + o + 4), 0); /* eof */
+			ASSERT_EQ(get32(got + o + 8), keep);
+			for (size_t k = 0; k < keep; k++)
+				ASSERT_EQ(got[o + 12 + k], pattern(xid, k));
+			for (size_t k = keep; k % 4; k++)
+				ASSERT_EQ(got[o + 12 + k], 0);
+			/* The attributes as they were. */
+			for (size_t k = 0; cases[i].attrs && k < 84; k++)
+				ASSERT_EQ(got[32 + k], 0xa0 + k);
+		}
+		free(got);
+		free(call);
+		close(c);
+		close(s);
+		n = px_stop(&x, ev, 4);
+		/* Applied to every READ reply, cut or not. */
+		ASSERT_EQ(n, cases[i].proc == 6 ? 1u : 0u);
+		if (n)
+			ASSERT_EQ(ev[0].fault, NF_SHORT_READ);
+	}
+	close(lfd);
+	return 0;
+}
+
 /* blackhole: the call goes in, nothing comes back. */
 TEST_IMPL(nf_proxy_blackhole)
 {

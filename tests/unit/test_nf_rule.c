@@ -70,6 +70,9 @@ static const struct {
 	{ "refuse at=2s for=5s", NULL },
 	{ "close-after 4096 dir=call", NULL },
 	{ "close-after 0", NULL },
+	{ "short-read 4096", "short-read 4096 dir=reply proc=READ" },
+	{ "short-read 0 prog=nfs proc=read dir=reply nth=2",
+	  "short-read 0 dir=reply proc=READ nth=2" },
 	{ "drop dir=reply proc=WRITE", NULL },
 	{ "drop proc=MNT prog=MOUNT", "drop proc=MNT" },
 	{ "drop prog=MOUNT proc=NULL", NULL },
@@ -181,6 +184,26 @@ static const struct {
 	  "rule 'corrupt middle': corrupt takes header or body, not 'middle' "
 	  "at column 9",
 	  9 },
+	{ "short-read",
+	  "rule 'short-read': missing argument BYTES for "
+	  "'short-read' at column 11",
+	  11 },
+	{ "short-read 1 dir=call",
+	  "rule 'short-read 1 dir=call': short-read cuts replies: dir=reply "
+	  "or no dir= at column 14",
+	  14 },
+	{ "short-read 1 proc=WRITE",
+	  "rule 'short-read 1 proc=WRITE': short-read cuts NFS READ replies: "
+	  "proc=READ or no proc= at column 14",
+	  14 },
+	{ "short-read 1 prog=MOUNT",
+	  "rule 'short-read 1 prog=MOUNT': short-read cuts NFS READ replies: "
+	  "proc=READ or no proc= at column 14",
+	  14 },
+	{ "short-read 4294967296",
+	  "rule 'short-read 4294967296': BYTES must be at most 4294967295 at "
+	  "column 12",
+	  12 },
 	{ "corrupt bytes=0",
 	  "rule 'corrupt bytes=0': bytes must be at least 1 at column 15", 15 },
 	{ "drop bytes=3",
@@ -752,5 +775,25 @@ TEST_IMPL(nf_rule_delay_jitter)
 	nf_rule_free(b);
 	nf_rule_free(c);
 	nf_rule_free(d);
+	return 0;
+}
+
+/* short-read aims at NFS READ replies, whatever its rule leaves out. */
+TEST_IMPL(nf_rule_short_read_target)
+{
+	struct nf_msg rcall = msg(NF_CALL, NFS_PROGRAM, NFSPROC3_READ, 0x20);
+	struct nf_msg rreply = msg(NF_REPLY, NFS_PROGRAM, NFSPROC3_READ, 0x20);
+	struct nf_msg wreply = msg(NF_REPLY, NFS_PROGRAM, NFSPROC3_WRITE, 0x21);
+	struct nf_rule *r = parse_ok("short-read 10");
+
+	ASSERT_EQ(nf_rule_fault(r), NF_SHORT_READ);
+	ASSERT_UINT64_EQ(nf_rule_arg(r, 0), 10);
+	ASSERT(!nf_rule_stream(r));
+	ASSERT(!nf_rule_on_dir(r, NF_CALL));
+	ASSERT(nf_rule_on_dir(r, NF_REPLY));
+	ASSERT(!nf_rule_match(r, &rcall, 0));
+	ASSERT(!nf_rule_match(r, &wreply, 0));
+	ASSERT(nf_rule_match(r, &rreply, 0));
+	nf_rule_free(r);
 	return 0;
 }
