@@ -801,8 +801,9 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 /*
  * A read of one READ's size is answered from the reply itself (no copy
- * into a buffer of ours); a longer one, or a short reply that is not the
- * end of the file, is read into a buffer, as many READs as it takes.
+ * into a buffer of ours); a longer one is read into a buffer, as many
+ * READs as it takes, and so is the rest of one whose reply came short
+ * without the end of the file, after the bytes that came.
  */
 /* A read's bytes, for mountstats: the caller's and READ's, and pages. */
 static void read_counted(struct job *j)
@@ -817,6 +818,7 @@ static void read_counted(struct job *j)
 
 static int run_read(struct job *j)
 {
+	size_t have = 0, got = 0;
 	bool eof;
 	int rc;
 
@@ -837,13 +839,21 @@ static int run_read(struct job *j)
 			return 0;
 		}
 		nfs_event(j->fs, SHORTREAD);
-		nc_rbuf_release(&j->rbuf);
+		have = j->rbuf.len;
 	}
 	j->buf = buf_alloc(&j->fs->bufs, j->size ? j->size : 1);
-	if (!j->buf)
+	if (!j->buf) {
+		nc_rbuf_release(&j->rbuf);
 		return -ENOMEM;
-	rc = nc_pread(j->fs->nc, &j->cred, fh_of(j, j->ino), (uint64_t)j->off,
-		      j->size, j->buf, &j->out_len, &eof);
+	}
+	/* A short reply's bytes are kept: the rest is read after them. */
+	if (have)
+		memcpy(j->buf, j->rbuf.data, have);
+	nc_rbuf_release(&j->rbuf);
+	rc = nc_pread(j->fs->nc, &j->cred, fh_of(j, j->ino),
+		      (uint64_t)j->off + have, j->size - have,
+		      (char *)j->buf + have, &got, &eof);
+	j->out_len = have + got;
 	if (rc == 0)
 		read_counted(j);
 	return rc;
