@@ -340,15 +340,21 @@ static int enqueue_raw(struct half *h, const uint8_t *bytes, size_t len)
 	return 0;
 }
 
+/* The length of the fragment whose record mark is at mark. */
+static size_t frag_len(const uint8_t *mark)
+{
+	return ((size_t)mark[0] << 24 | (size_t)mark[1] << 16 |
+		(size_t)mark[2] << 8 | mark[3]) &
+	       0x7fffffffu;
+}
+
 /* The offset in the wire bytes (marks included) of a body byte. */
 static size_t body_to_wire(const uint8_t *wire, size_t wire_len, size_t off)
 {
 	size_t pos = 0, body = 0;
 
 	while (pos + 4 <= wire_len) {
-		size_t fl = ((size_t)wire[pos] << 24 | wire[pos + 1] << 16 |
-			     wire[pos + 2] << 8 | wire[pos + 3]) &
-			    0x7fffffffu;
+		size_t fl = frag_len(wire + pos);
 
 		if (off < body + fl)
 			return pos + 4 + (off - body);
@@ -392,10 +398,7 @@ static int short_read(struct nf_rule *r, const struct nf_msg *msg,
 		return -ENOMEM;
 	/* The body, its fragments' marks left out. */
 	while (pos + 4 <= s->len && have < msg->len) {
-		size_t fl = ((size_t)s->buf[pos] << 24 |
-			     (size_t)s->buf[pos + 1] << 16 |
-			     (size_t)s->buf[pos + 2] << 8 | s->buf[pos + 3]) &
-			    0x7fffffffu;
+		size_t fl = frag_len(s->buf + pos);
 
 		if (fl > s->len - pos - 4 || fl > msg->len - have)
 			break;

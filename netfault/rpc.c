@@ -39,6 +39,21 @@
 /* An XDR unit: every item is a multiple of 4 bytes (RFC 4506, section 3). */
 #define XDR_UNIT 4u
 
+/* A big-endian 32-bit word, as XDR and record marks have it. */
+static uint32_t load32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
+	       (uint32_t)p[2] << 8 | p[3];
+}
+
+static void store32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+}
+
 /*
  * The longest header decoded: a call's six words (xid, msg_type, rpcvers,
  * prog, vers, proc), then the credential and the verifier, each a flavor,
@@ -59,13 +74,9 @@ struct cur {
 
 static bool get_u32(struct cur *c, uint32_t *v)
 {
-	const uint8_t *p;
-
 	if (c->len - c->off < XDR_UNIT)
 		return false;
-	p = c->p + c->off;
-	*v = (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 |
-	     (uint32_t)p[3];
+	*v = load32(c->p + c->off);
 	c->off += XDR_UNIT;
 	return true;
 }
@@ -171,20 +182,6 @@ bool nf_rpc_decode(const uint8_t *body, size_t len, enum nf_dir dir,
 }
 
 /* ---- READ replies cut short ------------------------------------------- */
-
-static uint32_t load32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
-	       (uint32_t)p[2] << 8 | p[3];
-}
-
-static void store32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
 
 /* fattr3 on the wire: five 32-bit fields and eight 64-bit ones. */
 #define FATTR3_XDR_LEN (5 * 4 + 8 * 8)
@@ -413,8 +410,7 @@ static void wire_append(struct nf_stream *s, const uint8_t *p, size_t n)
  */
 static int mark_done(struct nf_stream *s)
 {
-	uint32_t m = (uint32_t)s->mark[0] << 24 | (uint32_t)s->mark[1] << 16 |
-		     (uint32_t)s->mark[2] << 8 | (uint32_t)s->mark[3];
+	uint32_t m = load32(s->mark);
 	uint32_t len = m & MARK_LEN;
 	bool last = m & MARK_LAST;
 	int rc;

@@ -153,14 +153,14 @@ static uint8_t pattern(uint32_t xid, size_t i)
 	return (uint8_t)(i * 7u + xid);
 }
 
-/* A call of FAKE_PROG with an opaque of len pattern bytes; *rec_len set. */
-static uint8_t *make_call(uint32_t xid, uint32_t proc, size_t len,
-			  size_t *rec_len)
+/* A call of prog, vers with an opaque of len pattern bytes; *rec_len set. */
+static uint8_t *make_call_to(uint32_t prog, uint32_t vers, uint32_t xid,
+			     uint32_t proc, size_t len, size_t *rec_len)
 {
 	size_t pad = (4 - len % 4) % 4, body = 44 + len + pad;
 	uint8_t *r = calloc(1, 4 + body);
-	uint32_t hdr[] = { xid, 0, 2, FAKE_PROG, FAKE_VERS,    proc,
-			   0,	0, 0, 0,	 (uint32_t)len };
+	uint32_t hdr[] = { xid, 0, 2, prog, vers,	  proc,
+			   0,	0, 0, 0,    (uint32_t)len };
 
 	ASSERT_NE(r, NULL);
 	put32(r, RPC_LAST_FRAG | (uint32_t)body);
@@ -170,6 +170,13 @@ static uint8_t *make_call(uint32_t xid, uint32_t proc, size_t len,
 		r[48 + i] = pattern(xid, i);
 	*rec_len = 4 + body;
 	return r;
+}
+
+/* A call of FAKE_PROG (the fake server's). */
+static uint8_t *make_call(uint32_t xid, uint32_t proc, size_t len,
+			  size_t *rec_len)
+{
+	return make_call_to(FAKE_PROG, FAKE_VERS, xid, proc, len, rec_len);
 }
 
 static void send_all(int fd, const uint8_t *p, size_t len)
@@ -734,20 +741,6 @@ TEST_IMPL(nf_proxy_corrupt)
 	return 0;
 }
 
-/* An NFSv3 call of proc with 8 bytes of arguments; *rec_len set. */
-static uint8_t *make_nfs3_call(uint32_t xid, uint32_t proc, size_t *rec_len)
-{
-	uint32_t hdr[] = { xid, 0, 2, 100003, 3, proc, 0, 0, 0, 0, 0, 0 };
-	uint8_t *r = calloc(1, 4 + sizeof(hdr));
-
-	ASSERT_NE(r, NULL);
-	put32(r, RPC_LAST_FRAG | (uint32_t)sizeof(hdr));
-	for (size_t i = 0; i < ARRAY_SIZE(hdr); i++)
-		put32(r + 4 + 4 * i, hdr[i]);
-	*rec_len = 4 + sizeof(hdr);
-	return r;
-}
-
 /*
  * A READ reply of len pattern bytes (with attributes or not, status
  * NFS3_OK or not), written as frags fragments; returns the body's length.
@@ -838,7 +831,7 @@ TEST_IMPL(nf_proxy_short_read)
 		px_start(&x, up_port, rules);
 		c = tcp_connect(x.port);
 		s = accept_peer(lfd, &peer);
-		call = make_nfs3_call(xid, cases[i].proc, &cl);
+		call = make_call_to(100003, 3, xid, cases[i].proc, 0, &cl);
 		send_all(c, call, cl);
 		ASSERT_EQ(recv_record(s, 2000, &got, &n), 0);
 		ASSERT_EQ(n, cl - 4);
