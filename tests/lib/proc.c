@@ -194,8 +194,11 @@ bool proc_gone_within(pid_t pid, unsigned timeout_ms)
 		if (!read_small(path, buf, sizeof(buf)))
 			return true;
 		st = stat_fields(buf);
-		if (st && st[0] == 'Z')
+		if (st && st[0] == 'Z') {
+			/* It may have died since the waitpid() above. */
+			waitpid(pid, NULL, WNOHANG);
 			return true;
+		}
 		if (region_now_ns() > end)
 			return false;
 		usleep(1000);
