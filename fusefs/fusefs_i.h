@@ -18,7 +18,8 @@
  *     wb.lock (writeback.c): task mutexes, taken interruptibly, only in a
  *     job's task;
  *   libfuse's lock of a request (held around the interrupt callback),
- *     then fs->watch.lock (interrupt.c);
+ *     then fs->watch.lock (interrupt.c), then fs->locks.lock (the
+ *     watcher's locks_killed());
  *   leaves, held for a few instructions and never across a wait:
  *     fs->nodes_lock (nodes.c; access.c and silly.c use it for their node
  *     fields), fs->pool.lock (workers.c), fs->notify.lock (notify.c),
@@ -544,6 +545,12 @@ struct job {
 	/* The watcher thread's own, between two holds of watch.lock. */
 	struct job *wnext;
 	bool wfatal;
+	/*
+	 * A lock request (locks.c), protected by fs->locks.lock: the wait
+	 * it is in, and that a fatal signal came (its waits end).
+	 */
+	struct lk_waiter *lk_wait;
+	bool lk_killed;
 
 	fuse_ino_t ino, ino2;
 	/*
@@ -1003,6 +1010,12 @@ bool locks_held(struct intrfs *fs, struct node *n, uint64_t owner);
  * n here), everyone's.
  */
 void locks_close(struct job *j, struct node *n, uint64_t owner, bool last);
+/*
+ * Lock request j's caller has a fatal signal: its lock waits end now,
+ * whatever region encloses them (what it queued is cancelled first).
+ * Takes locks.lock.
+ */
+void locks_killed(struct job *j);
 
 /* ops.c: the FUSE operations */
 extern const struct fuse_lowlevel_ops intrfs_ops;

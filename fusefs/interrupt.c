@@ -6,20 +6,25 @@
  * chmod(2), its groups), and the EINTR answers the interrupt path gives
  * itself.
  *
- * FUSE_INTERRUPT reaches on_interrupt() on a session thread.  The kernel
- * sends one per request, on the first signal, and none for a later SIGKILL,
- * so the callback raises a normal interrupt at once and, but on intr mounts
- * where it changes nothing, wakes the watcher thread, which reads the
- * caller's /proc/<tid>/status: a pending SIGKILL makes it fatal.  While a
- * job holds a normal interrupt back (a killable region), the watcher keeps
- * reading the caller's status, and raises a fatal interrupt when a SIGKILL
- * comes.  A flush gets no INTERRUPT at all (the kernel forces it: close(2)
- * and a dying process's exit path wait uninterruptibly): the watcher
- * answers it once its caller is dying and lets it finish in the
- * background, but on nointr mounts or inside an uninterruptible region of
- * the caller's own (callers.c).  With nothing to watch it sleeps.  When the interrupt ends
- * the task's current wait, the interrupt path answers EINTR itself, without
- * waiting for the worker to wake (answer_eintr).
+ * FUSE_INTERRUPT reaches on_interrupt() on a session thread.  It carries
+ * no signal number, the kernel sends one per request, on the first signal,
+ * and none for a later SIGKILL, so the callback raises a normal interrupt
+ * at once and, but on intr mounts where it changes nothing, wakes the
+ * watcher thread, which reads the caller's /proc/<tid>/status: a pending
+ * SIGKILL (the kernel marks every fatal signal so) makes it fatal.  While
+ * a job holds a normal interrupt back (a killable or uninterruptible
+ * region), the watcher keeps reading the caller's status, and raises a
+ * fatal interrupt when a SIGKILL comes.  A flush gets no INTERRUPT at all
+ * (the kernel forces it: close(2) and a dying process's exit path wait
+ * uninterruptibly): the watcher answers it once its caller is dying and
+ * lets it finish in the background, but on nointr mounts or inside an
+ * uninterruptible region of the caller's own (callers.c).  With nothing to
+ * watch it sleeps.  When the interrupt ends the task's current wait, the
+ * interrupt path answers EINTR itself, without waiting for the worker to
+ * wake (answer_eintr).
+ *
+ * A fatal signal ends a lock wait whatever region encloses it: a lock
+ * wait has nothing half done, and its CANCEL goes first (locks_killed()).
  *
  * It never reads /proc with a lock held that the interrupt callback needs,
  * nor in the callback, which libfuse runs with the request's lock held: a
@@ -30,9 +35,10 @@
  *
  * Lock order: libfuse's lock of a request (held around the callback)
  * before watch.lock, which is held while the watcher raises an interrupt
- * or answers, before libfuse's session lock (a reply) and the region
- * library's task locks (region_task_interrupt()).  Whoever sets a job's answered
- * flag first answers its request; nobody else touches it then.
+ * or answers, before libfuse's session lock (a reply), the region
+ * library's task locks (region_task_interrupt()) and fs->locks.lock
+ * (locks_killed()).  Whoever sets a job's answered flag first answers its
+ * request; nobody else touches it then.
  */
 #include "fusefs_i.h"
 
@@ -190,6 +196,7 @@ static void answer_eintr(struct job *j, enum task_intr kind)
 	job_names_unsure(j);
 }
 
+/* Called with watch.lock held. */
 static void raise_fatal(struct job *j)
 {
 	raised(j, TASK_INTR_FATAL);
@@ -197,6 +204,9 @@ static void raise_fatal(struct job *j)
 	/* Answer while the wait is still there to see, then end it. */
 	answer_eintr(j, TASK_INTR_FATAL);
 	region_task_interrupt(j->task, TASK_INTR_FATAL);
+	/* A lock wait ends whatever region encloses it. */
+	if (j->self_answers)
+		locks_killed(j);
 }
 
 static void watcher_wake(struct intr_watch *w)

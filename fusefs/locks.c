@@ -25,14 +25,19 @@
  * LK_RESEND_POLL_MS when no callback can come (another service holds the
  * program on this host): a LOCK sent again is granted once the lock is
  * free.  The wait is interruptible, as Linux's nlmclnt_wait(), so the
- * request's regions and policy decide what a signal does to it.  A waiter
- * that is interrupted never ends up holding the lock: its CANCEL (or the
- * UNLOCK of a lock granted as it left) is carried out before its EINTR is
- * answered (FUSE turns that into ERESTARTSYS, and an SA_RESTART caller
- * comes back with the same LOCK), and a GRANTED that comes for nobody is
- * answered DENIED, so that the server lets go.  Lock requests therefore
- * answer themselves (j->self_answers): the interrupt path never answers
- * one early.
+ * request's regions and policy decide what a handled signal does to it;
+ * a fatal one ends it whatever the regions (locks_killed(), from the
+ * interrupt path): a lock wait is not I/O in flight, nothing is half done
+ * when it ends, and its CANCEL is safe.  So a process that waits for a
+ * lock inside an uninterruptible region (a caller's, a nointr mount's) can
+ * still be killed, and two that wait for each other's locks are not stuck
+ * for good.  A waiter that is interrupted never ends up holding the lock:
+ * its CANCEL (or the UNLOCK of a lock granted as it left) is carried out
+ * before its EINTR is answered (FUSE turns that into ERESTARTSYS, and an
+ * SA_RESTART caller comes back with the same LOCK), and a GRANTED that
+ * comes for nobody is answered DENIED, so that the server lets go.  Lock
+ * requests therefore answer themselves (j->self_answers): the interrupt
+ * path never answers one early.
  *
  * CANCEL, UNLOCK and reclaims are sent by the janitor (lockjan.c, with
  * the journal that releases a dead daemon's locks, and start and stop).
@@ -343,19 +348,67 @@ enum left {
 /*
  * Waits for a LOCK the server answered BLOCKED (or DENIED_GRACE_PERIOD):
  * a GRANTED callback, or the time to send it again.  0: granted; 1: send
- * it again; -EINTR.  locks.lock held.
+ * it again; -EINTR, by an interrupt the regions let through or a fatal
+ * signal (j->lk_killed) whatever they say.  w is j's lk_wait.  locks.lock
+ * held.
  */
-static int wait_blocked(struct lock_state *L, struct lk_waiter *w, int64_t ms)
+static int wait_blocked(struct lock_state *L, struct job *j,
+			struct lk_waiter *w, int64_t ms)
 {
 	int rc = 0;
 
-	while (!w->granted && !w->resend && rc == 0)
+	while (!w->granted && !w->resend && !j->lk_killed && rc == 0)
 		rc = region_task_cond_wait(&w->cond, &L->lock,
 					   TASK_INTERRUPTIBLE, ms * LK_MS);
 	if (w->granted)
 		return 0;
+	if (j->lk_killed)
+		return -EINTR;
 	w->resend = false;
 	return rc == -ETIMEDOUT || rc == 0 ? 1 : rc;
+}
+
+/* Whether j's caller has a fatal signal (locks_killed()). */
+static bool lk_killed(struct job *j)
+{
+	struct lock_state *L = &j->fs->locks;
+	bool killed;
+
+	region_task_mutex_lock_nofail(&L->lock);
+	killed = j->lk_killed;
+	region_task_mutex_unlock(&L->lock);
+	return killed;
+}
+
+/*
+ * Sleeps ms in j's task, as the server's grace period asks: 0 once the
+ * time passed, -EINTR when interrupted or killed (wait_blocked()).
+ */
+static int lk_sleep(struct job *j, int64_t ms)
+{
+	struct lock_state *L = &j->fs->locks;
+	struct lk_waiter w = { 0 };
+	int rc;
+
+	region_task_cond_init(&w.cond);
+	region_task_mutex_lock_nofail(&L->lock);
+	j->lk_wait = &w;
+	rc = wait_blocked(L, j, &w, ms);
+	j->lk_wait = NULL;
+	region_task_mutex_unlock(&L->lock);
+	region_task_cond_destroy(&w.cond);
+	return rc < 0 ? rc : 0;
+}
+
+void locks_killed(struct job *j)
+{
+	struct lock_state *L = &j->fs->locks;
+
+	region_task_mutex_lock_nofail(&L->lock);
+	j->lk_killed = true;
+	if (j->lk_wait)
+		region_task_cond_broadcast(&j->lk_wait->cond);
+	region_task_mutex_unlock(&L->lock);
 }
 
 /*
@@ -378,8 +431,14 @@ static int lock_call(struct job *j, struct node *n,
 	region_task_mutex_lock_nofail(&L->lock);
 	w.next = L->waiters;
 	L->waiters = &w;
+	j->lk_wait = &w;
 	region_task_mutex_unlock(&L->lock);
 	for (;;) {
+		/* A caller killed meanwhile asks the server for nothing more. */
+		if (lk_killed(j)) {
+			rc = -EINTR;
+			break;
+		}
 		rc = nc_nlm_lock(j->fs->nc, &j->cred, &n->fh, lk, wait, false,
 				 &st);
 		if (rc) {
@@ -400,7 +459,7 @@ static int lock_call(struct job *j, struct node *n,
 		}
 		/* Blocked, or the server reclaims: wait, then ask again. */
 		region_task_mutex_lock_nofail(&L->lock);
-		rc = wait_blocked(L, &w,
+		rc = wait_blocked(L, j, &w,
 				  st == NC_NLM_BLOCKED ? resend_ms(L) :
 							 LK_GRACE_MS);
 		region_task_mutex_unlock(&L->lock);
@@ -418,6 +477,7 @@ static int lock_call(struct job *j, struct node *n,
 			break;
 		}
 	}
+	j->lk_wait = NULL;
 	/* A GRANTED that came as it left: it holds the lock. */
 	if (w.granted)
 		*got = true;
@@ -621,7 +681,7 @@ int locks_getlk(struct job *j)
 		if (rc || st != NC_NLM_DENIED_GRACE_PERIOD)
 			break;
 		/* The server reclaims: ask again, as Linux does. */
-		rc = region_task_sleep(LK_GRACE_MS * LK_MS, TASK_INTERRUPTIBLE);
+		rc = lk_sleep(j, LK_GRACE_MS);
 		if (rc)
 			break;
 	}

@@ -11,7 +11,11 @@
  * regions make of the interruptible lock wait (a killable region holds a
  * handled signal back), and that an interrupted waiter never holds the
  * lock afterwards, checked through the third client; with SA_RESTART the
- * wait comes back and is granted once.
+ * wait comes back and is granted once.  A fatal signal ends a lock wait
+ * whatever region encloses it: two processes that each hold a lock and
+ * wait for the other's, inside uninterruptible caller regions, die at
+ * once on SIGKILL under every policy, and a third client takes both
+ * locks after.
  *
  * The tests' own process is a lock owner too: its locks through A and
  * through B are two clients' (the server sees two hosts' owners), and
@@ -27,10 +31,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
 #include <sys/file.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#ifndef INTRFSCTL_BIN
+#error "INTRFSCTL_BIN: the path of intrfsctl, from tests/meson.build"
+#endif
 
 /* A blocked lock is granted by a LOCK sent again: 0.5 s apart, then. */
 #define GRANT_MS 3000
@@ -377,7 +387,8 @@ TEST_IMPL(locks_wait_granted)
 
 /*
  * A waiter hit by a signal, under each mode and policy.  The lock wait
- * is interruptible, as Linux's: the mount's region decides.  Whatever the
+ * is interruptible, as Linux's: the mount's region decides what a handled
+ * signal does, and a fatal one ends it whatever the region.  Whatever the
  * outcome, a waiter that was interrupted never holds the lock: when A lets
  * go, C takes it.
  */
@@ -399,10 +410,12 @@ TEST_IMPL(locks_waiter_signalled)
 		/* SA_RESTART: FUSE restarts the wait, granted once. */
 		{ "intr", 2, 0 },
 		{ "policy=percall", 2, 0 },
-		/* SIGKILL ends it everywhere but nointr. */
+		/* SIGKILL ends it everywhere, nointr's region too. */
 		{ "", 0, -1 },
 		{ "intr", 0, -1 },
 		{ "policy=percall", 0, -1 },
+		{ "nointr", 0, -1 },
+		{ "nointr,policy=sigmask", 0, -1 },
 	};
 	struct test_server s;
 
@@ -466,6 +479,230 @@ TEST_IMPL(locks_waiter_signalled)
 			close(w.res);
 		mnt_stop(&c);
 		mnt_stop(&b);
+		mnt_stop(&a);
+	}
+	return 0;
+}
+
+/* The lock cycle: two processes, each holding a lock the other waits for. */
+
+/* SIGKILL must end the cycle within this. */
+#define KILL_MS 1000
+
+struct cycler {
+	pid_t pid;
+	int res; /* its report: struct cycle_res, then its wait's errno */
+	int go;
+};
+
+struct cycle_res {
+	int region; /* 0, or the errno of the region's begin */
+	uint32_t kind; /* the kind the mount says it holds */
+};
+
+/*
+ * A child that, as uid (0: root), opens own and other, locks own, begins
+ * a caller region of kind on it, reports, then at the go byte waits
+ * (F_SETLKW) for a write lock on other.  A SIGUSR1 handler without
+ * SA_RESTART counts signals.
+ */
+static void cycler_start(struct cycler *c, const char *own, const char *other,
+			 uid_t uid, enum region_kind kind)
+{
+	int res[2], go[2];
+
+	ASSERT_EQ(pipe(res), 0);
+	ASSERT_EQ(pipe(go), 0);
+	fflush(NULL);
+	c->pid = fork();
+	ASSERT_GE(c->pid, 0);
+	if (c->pid == 0) {
+		struct sigaction sa = { .sa_handler = on_sig };
+		struct region_caller_ioc ioc = { .op = REGION_CALLER_BEGIN,
+						 .kind = kind };
+		struct cycle_res r = { 0, 0 };
+		int fo, fx, err;
+		char b;
+
+		signal(SIGABRT, SIG_DFL);
+		for (int i = 3; i < 1024; i++)
+			if (i != res[1] && i != go[0])
+				close(i);
+		sigaction(SIGUSR1, &sa, NULL);
+		if (uid) {
+			gid_t g = uid;
+
+			if (setgroups(1, &g) < 0 || setresgid(g, g, g) < 0 ||
+			    setresuid(uid, uid, uid) < 0)
+				_exit(110);
+		}
+		/* After the change of user, which clears it. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		fo = open(own, O_RDWR);
+		fx = open(other, O_RDWR);
+		if (fo < 0 || fx < 0)
+			_exit(111);
+		if (fcntl_lock(fo, F_SETLK, F_WRLCK, 0, 0))
+			_exit(112);
+		snprintf(ioc.reason, sizeof(ioc.reason), "lock cycle");
+		r.region = ioctl(fo, REGION_CALLER_IOC, &ioc) < 0 ? errno : 0;
+		r.kind = ioc.kind;
+		if (write(res[1], &r, sizeof(r)) != sizeof(r) ||
+		    read(go[0], &b, 1) != 1)
+			_exit(113);
+		err = fcntl_lock(fx, F_SETLKW, F_WRLCK, 0, 0);
+		if (write(res[1], &err, sizeof(err)) != sizeof(err))
+			_exit(114);
+		for (;;)
+			pause();
+	}
+	close(res[1]);
+	close(go[0]);
+	c->res = res[0];
+	c->go = go[1];
+}
+
+/* intrfsctl MNT policy P. */
+static void policy_switch(const struct mnt *m, const char *policy)
+{
+	int st;
+	pid_t pid;
+
+	fflush(NULL);
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+
+		dup2(null, 1);
+		execl(INTRFSCTL_BIN, "intrfsctl", m->dir, "policy", policy,
+		      (char *)NULL);
+		_exit(127);
+	}
+	ASSERT_EQ(waitpid(pid, &st, 0), pid);
+	ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+/*
+ * Two processes each hold a lock, each enter an uninterruptible caller
+ * region and each wait for the other's lock: a lock wait is not I/O in
+ * flight (nothing is half done when it ends, its CANCEL is safe), so
+ * SIGKILL ends both within KILL_MS, under every policy and mode, whoever
+ * the processes are, after a handled signal already interrupted the wait
+ * (the kernel sends no INTERRUPT for the SIGKILL then), and after the
+ * policy was switched while they waited.  Neither holds a lock after: the
+ * third client takes both.
+ */
+TEST_IMPL(locks_cycle_killed)
+{
+	static const struct {
+		const char *opts; /* A's, beside allow_other */
+		uid_t uid; /* the two processes' */
+		uint32_t held; /* the kind the mount holds their region as */
+		bool handled_first; /* SIGUSR1 first, SIGKILL after */
+		const char *switch_to; /* intrfsctl policy, before the kill */
+	} rows[] = {
+		{ "policy=region", 0, REGION_UNINTERRUPTIBLE, false, NULL },
+		{ "policy=sigmask", 0, REGION_UNINTERRUPTIBLE, false, NULL },
+		{ "policy=percall", 0, REGION_UNINTERRUPTIBLE, false, NULL },
+		{ "policy=linux", 0, REGION_UNINTERRUPTIBLE, false, NULL },
+		{ "nointr", 0, REGION_UNINTERRUPTIBLE, false, NULL },
+		{ "intr", 0, REGION_UNINTERRUPTIBLE, false, NULL },
+		{ "policy=region", 0, REGION_UNINTERRUPTIBLE, true, NULL },
+		{ "policy=sigmask", 0, REGION_UNINTERRUPTIBLE, true, NULL },
+		{ "policy=region", 0, REGION_UNINTERRUPTIBLE, false,
+		  "percall" },
+	};
+	struct test_server s;
+
+	srv_get(&s);
+	for (unsigned i = 0; i < ARRAY_SIZE(rows); i++) {
+		struct cycler p[2];
+		struct mnt a, c;
+		char opts[128];
+		uint64_t before, t0;
+		unsigned ms[2];
+
+		snprintf(opts, sizeof(opts), "allow_other,%s", rows[i].opts);
+		mnt_start(&a, &s, opts);
+		mnt_start_shared(&c, &a, &s, "");
+		write_file(mpath(&a, "f0"), "x", 1);
+		write_file(mpath(&a, "f1"), "x", 1);
+		ASSERT_EQ(chmod(mpath(&a, "f0"), 0666), 0);
+		ASSERT_EQ(chmod(mpath(&a, "f1"), 0666), 0);
+		for (unsigned k = 0; k < 2; k++) {
+			struct cycle_res r;
+
+			cycler_start(&p[k], mpath(&a, k ? "f1" : "f0"),
+				     mpath(&a, k ? "f0" : "f1"), rows[i].uid,
+				     REGION_UNINTERRUPTIBLE);
+			if (read(p[k].res, &r, sizeof(r)) != sizeof(r)) {
+				int st = 0;
+
+				waitpid(p[k].pid, &st, 0);
+				TEST__FAIL("-o '%s': process %u did not lock "
+					   "and begin its region (status "
+					   "0x%x)",
+					   opts, k, st);
+			}
+			ASSERT_EQ(r.region, 0);
+			if (r.kind != rows[i].held)
+				TEST__FAIL("-o '%s', uid %u: the region is "
+					   "held as %s, not %s",
+					   opts, (unsigned)rows[i].uid,
+					   region_kind_name(r.kind),
+					   region_kind_name(rows[i].held));
+		}
+		before = mnt_proc_ops(&a, "LOCK");
+		for (unsigned k = 0; k < 2; k++)
+			ASSERT_EQ(write(p[k].go, "g", 1), 1);
+		for (unsigned k = 0; k < 2; k++)
+			ASSERT_WITHIN(proc_in_fuse(p[k].pid), 10000);
+		ASSERT_WITHIN(mnt_proc_ops(&a, "LOCK") >= before + 2, 10000);
+		if (rows[i].handled_first) {
+			for (unsigned k = 0; k < 2; k++)
+				ASSERT_EQ(kill(p[k].pid, SIGUSR1), 0);
+		}
+		if (rows[i].switch_to)
+			policy_switch(&a, rows[i].switch_to);
+		/* The cycle holds: nobody gets anywhere. */
+		for (unsigned k = 0; k < 2; k++) {
+			struct pollfd pf = { p[k].res, POLLIN, 0 };
+
+			if (poll(&pf, 1, k ? 0 : 300) != 0)
+				TEST__FAIL("-o '%s': process %u left the "
+					   "cycle before the kill",
+					   opts, k);
+		}
+		t0 = region_now_ns();
+		for (unsigned k = 0; k < 2; k++)
+			ASSERT_EQ(kill(p[k].pid, SIGKILL), 0);
+		for (unsigned k = 0; k < 2; k++) {
+			if (!proc_gone_within(p[k].pid, KILL_MS))
+				TEST__FAIL("-o '%s'%s%s: process %u (uid %u) "
+					   "still there %u ms after SIGKILL",
+					   opts,
+					   rows[i].handled_first ?
+						   ", SIGUSR1 first" :
+						   "",
+					   rows[i].switch_to ?
+						   ", switched to percall" :
+						   "",
+					   k, (unsigned)rows[i].uid, KILL_MS);
+			ms[k] = (unsigned)((region_now_ns() - t0) / 1000000);
+			close(p[k].res);
+			close(p[k].go);
+		}
+		fprintf(stderr,
+			"# -o '%s'%s%s, uid %u: both gone %u ms after "
+			"SIGKILL\n",
+			opts, rows[i].handled_first ? ", SIGUSR1 first" : "",
+			rows[i].switch_to ? ", switched to percall" : "",
+			(unsigned)rows[i].uid, ms[0] > ms[1] ? ms[0] : ms[1]);
+		/* Neither holds a lock, nor waits for one on the server. */
+		c_waits_for(&c, "f0", 2000);
+		c_waits_for(&c, "f1", 2000);
+		mnt_stop(&c);
 		mnt_stop(&a);
 	}
 	return 0;
