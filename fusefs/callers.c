@@ -20,6 +20,12 @@
  * A request runs inside the tree's regions, then the thread's own, then
  * the mount's (job_run()).
  *
+ * What a user may take.  Each thread's stack takes an entry of the table,
+ * and a pidfd: a user without CAP_SYS_ADMIN may hold at most half of the
+ * entries other users leave, never the last CALLER_RESERVED, so that no
+ * user can take the last ones of another.  Every line a caller can make
+ * the daemon log is rate-limited, per user (caller_log()).
+ *
  * A thread that ends with regions open: each thread with a stack has a
  * pidfd (PIDFD_THREAD) that the reaper thread polls; when the thread
  * exits, the reaper clears its stack and logs it, and a request whose tid
@@ -41,10 +47,14 @@
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <linux/capability.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/select.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -55,6 +65,11 @@
 
 /* Threads with a stack at once; a begin past it gets ENOSPC. */
 #define CALLER_THREADS_MAX 4096
+/* Entries only callers with CAP_SYS_ADMIN may take. */
+#define CALLER_RESERVED 64
+/* Lines a user's callers may have logged, so many every so often. */
+#define CALLER_LOG_BURST 10
+#define CALLER_LOG_INTERVAL_S 5
 /* Distinct (kind, reason, origin) sites kept; past it, a generic one. */
 #define INTERN_MAX 4096
 #define INTERN_BUCKETS 256
@@ -65,12 +80,26 @@
 
 struct caller {
 	pid_t tid;
+	uid_t uid; /* whose entry of the table it is */
 	int pidfd; /* -1 without PIDFD_THREAD: identified by start */
 	uint64_t start; /* the thread's start time, in clock ticks */
 	char comm[16];
 	unsigned depth;
 	const struct region_site *stack[CALLER_DEPTH_MAX];
 	struct caller *next;
+};
+
+/* The threads with a stack of one user. */
+struct caller_user {
+	uid_t uid;
+	unsigned n;
+	struct caller_user *next;
+};
+
+/* Who asks: from /proc/TID/status, while the thread waits in the ioctl. */
+struct ident {
+	uid_t uid; /* its filesystem uid, as FUSE has it */
+	bool admin; /* CAP_SYS_ADMIN in the daemon's user namespace */
 };
 
 /* Interned sites. */
@@ -195,6 +224,77 @@ static void clean_reason(char *s)
 	for (; *s; s++)
 		if ((unsigned char)*s < 0x20 || *s == 0x7f)
 			*s = '?';
+}
+
+/*
+ * Who thread tid is: its filesystem uid, and whether it has CAP_SYS_ADMIN
+ * in this daemon's user namespace (a capability of a namespace of its own
+ * counts for nothing here).  -ESRCH when it is gone.
+ */
+static int caller_ident(const struct callers_state *cs, pid_t tid,
+			struct ident *id)
+{
+	char path[64], buf[4096], *p;
+	unsigned long long cap = 0;
+	unsigned long uid[4];
+	struct stat ns;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
+	if (!read_file(path, buf, sizeof(buf)))
+		return -ESRCH;
+	p = strstr(buf, "\nUid:");
+	if (!p || sscanf(p + 5, "%lu %lu %lu %lu", &uid[0], &uid[1], &uid[2],
+			 &uid[3]) != 4)
+		return -ESRCH;
+	id->uid = (uid_t)uid[3];
+	p = strstr(buf, "\nCapEff:");
+	if (p && sscanf(p + 8, "%llx", &cap) != 1)
+		cap = 0;
+	id->admin = (cap >> CAP_SYS_ADMIN) & 1;
+	snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)tid);
+	if (id->admin && cs->userns_ino &&
+	    (stat(path, &ns) < 0 || ns.st_ino != cs->userns_ino ||
+	     ns.st_dev != cs->userns_dev))
+		id->admin = false;
+	return 0;
+}
+
+/* The log. */
+
+void caller_log(struct callers_state *cs, uid_t uid, const char *fmt, ...)
+{
+	struct caller_ratelimit *rl =
+		uid == 0 ? &cs->log_root : &cs->log[uid % CALLER_LOG_BUCKETS];
+	uint64_t now = region_now_ns();
+	unsigned missed = 0;
+	char line[1024];
+	va_list ap;
+	bool ok;
+
+	pthread_mutex_lock(&cs->lock);
+	if (!rl->begin_ns ||
+	    now - rl->begin_ns >= CALLER_LOG_INTERVAL_S * 1000000000ull) {
+		missed = rl->missed;
+		rl->begin_ns = now;
+		rl->printed = rl->missed = 0;
+	}
+	ok = rl->printed < CALLER_LOG_BURST;
+	if (ok)
+		rl->printed++;
+	else
+		rl->missed++;
+	pthread_mutex_unlock(&cs->lock);
+	if (missed)
+		fprintf(stderr,
+			"intrfs: %u lines callers caused were not logged (at "
+			"most %d every %d s for each user)\n",
+			missed, CALLER_LOG_BURST, CALLER_LOG_INTERVAL_S);
+	if (!ok)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "intrfs: %s\n", line);
 }
 
 /* The registry of intrfs-region(1)'s regions. */
@@ -345,6 +445,65 @@ static struct caller *find(struct callers_state *cs, pid_t tid)
 	return NULL;
 }
 
+/* User uid's count of threads with a stack.  Called with cs->lock held. */
+static struct caller_user **user_slot(struct callers_state *cs, uid_t uid)
+{
+	struct caller_user **pp = &cs->users[(unsigned)uid % CALLER_BUCKETS];
+
+	while (*pp && (*pp)->uid != uid)
+		pp = &(*pp)->next;
+	return pp;
+}
+
+static unsigned user_threads(struct callers_state *cs, uid_t uid)
+{
+	struct caller_user *u = *user_slot(cs, uid);
+
+	return u ? u->n : 0;
+}
+
+/*
+ * Whether a thread of a user holding n entries may have another: the
+ * table has room, and for a caller without CAP_SYS_ADMIN, it would hold
+ * at most half of what other users leave of the table but its last
+ * CALLER_RESERVED entries.  So whatever one user holds, as many entries
+ * are free, and root always finds some.  Called with cs->lock held.
+ */
+static bool share_left(const struct callers_state *cs, unsigned n, bool admin)
+{
+	unsigned room = CALLER_THREADS_MAX - CALLER_RESERVED;
+	unsigned others = cs->nthreads - n;
+
+	if (cs->nthreads >= CALLER_THREADS_MAX)
+		return false;
+	return admin || (others < room && n + 1 <= (room - others) / 2);
+}
+
+/* Counts c's entry to its user; false without memory.  cs->lock held. */
+static bool user_add(struct callers_state *cs, uid_t uid)
+{
+	struct caller_user **pp = user_slot(cs, uid);
+
+	if (!*pp) {
+		*pp = calloc(1, sizeof(**pp));
+		if (!*pp)
+			return false;
+		(*pp)->uid = uid;
+	}
+	(*pp)->n++;
+	return true;
+}
+
+static void user_drop(struct callers_state *cs, uid_t uid)
+{
+	struct caller_user **pp = user_slot(cs, uid), *u = *pp;
+
+	if (u && --u->n == 0) {
+		*pp = u->next;
+		free(u);
+	}
+}
+
 /* Takes c off the table.  Called with cs->lock held. */
 static void unlink_caller(struct callers_state *cs, struct caller *c)
 {
@@ -354,6 +513,7 @@ static void unlink_caller(struct callers_state *cs, struct caller *c)
 		pp = &(*pp)->next;
 	*pp = c->next;
 	cs->nthreads--;
+	user_drop(cs, c->uid);
 	atomic_store_explicit(&cs->any, cs->nthreads > 0, memory_order_relaxed);
 	if (c->pidfd >= 0)
 		epoll_ctl(cs->epfd, EPOLL_CTL_DEL, c->pidfd, NULL);
@@ -375,7 +535,7 @@ static bool exited(const struct caller *c)
 }
 
 /* Logs the regions c's thread left open as it ended; then frees c. */
-static void cleared(struct caller *c)
+static void cleared(struct callers_state *cs, struct caller *c)
 {
 	char list[512];
 	size_t o = 0;
@@ -386,10 +546,11 @@ static void cleared(struct caller *c)
 				      d ? ", " : "",
 				      region_kind_name(c->stack[d]->kind),
 				      c->stack[d]->reason);
-	fprintf(stderr,
-		"intrfs: thread %d (%s) ended with %u caller region%s open, "
-		"cleared: %s\n",
-		(int)c->tid, c->comm, c->depth, c->depth == 1 ? "" : "s", list);
+	caller_log(cs, c->uid,
+		   "thread %d (%s) ended with %u caller region%s open, "
+		   "cleared: %s",
+		   (int)c->tid, c->comm, c->depth, c->depth == 1 ? "" : "s",
+		   list);
 	for (unsigned d = c->depth; d-- > 0;)
 		trace_caller("caller_region_cleared", c->tid, c->stack[d], d);
 	free_caller(c);
@@ -421,12 +582,34 @@ unsigned callers_of(struct intrfs *fs, pid_t tid,
 		out[n++] = c->stack[d];
 	pthread_mutex_unlock(&cs->lock);
 	if (gone)
-		cleared(gone);
+		cleared(cs, gone);
 	return n;
 }
 
+/*
+ * A pidfd of thread tid, kept above FD_SETSIZE where the limit allows:
+ * thousands of them must not take the low descriptors that select() and
+ * libtirpc's service (lockd.c) can use.  -errno when it cannot be had.
+ */
+static int thread_pidfd(pid_t tid)
+{
+	int fd = (int)syscall(SYS_pidfd_open, tid, PIDFD_THREAD), high;
+
+	if (fd < 0)
+		return -errno;
+	if (fd < FD_SETSIZE) {
+		high = fcntl(fd, F_DUPFD_CLOEXEC, FD_SETSIZE);
+		if (high >= 0) {
+			close(fd);
+			fd = high;
+		}
+	}
+	return fd;
+}
+
 /* A new stack for thread tid; NULL with *rc set when it cannot be. */
-static struct caller *new_caller(struct callers_state *cs, pid_t tid, int *rc)
+static struct caller *new_caller(struct callers_state *cs, pid_t tid, uid_t uid,
+				 int *rc)
 {
 	struct caller *c = calloc(1, sizeof(*c));
 
@@ -435,13 +618,19 @@ static struct caller *new_caller(struct callers_state *cs, pid_t tid, int *rc)
 		return NULL;
 	}
 	c->tid = tid;
+	c->uid = uid;
 	c->pidfd = -1;
 	thread_comm(tid, c->comm, sizeof(c->comm));
 	if (cs->pidfd_threads) {
-		c->pidfd = (int)syscall(SYS_pidfd_open, tid, PIDFD_THREAD);
+		c->pidfd = thread_pidfd(tid);
 		if (c->pidfd < 0) {
-			/* The thread is gone already (it was killed). */
-			*rc = -ESRCH;
+			/*
+			 * The thread is gone already (it was killed), or the
+			 * daemon has no descriptor left: no room then.
+			 */
+			*rc = c->pidfd == -EMFILE || c->pidfd == -ENFILE ?
+				      -EMFILE :
+				      -ESRCH;
 			free(c);
 			return NULL;
 		}
@@ -456,23 +645,30 @@ static struct caller *new_caller(struct callers_state *cs, pid_t tid, int *rc)
 	return c;
 }
 
+/* Why a begin found no room (the log says it as it happens). */
+enum no_room { ROOM, NO_DEPTH, NO_SHARE, NO_TABLE, NO_FD };
+
 static int caller_begin(struct callers_state *cs, pid_t tid,
-			const struct region_site *site, unsigned *depth)
+			const struct ident *id, const struct region_site *site,
+			unsigned *depth, enum no_room *why)
 {
 	struct caller *c, *made = NULL;
 	int rc = 0;
 
+	*why = ROOM;
 	pthread_mutex_lock(&cs->lock);
 	c = find(cs, tid);
 	if (c && exited(c)) {
 		unlink_caller(cs, c);
 		pthread_mutex_unlock(&cs->lock);
-		cleared(c);
+		cleared(cs, c);
 		pthread_mutex_lock(&cs->lock);
 		c = NULL;
 	}
 	if (!c) {
-		if (cs->nthreads >= CALLER_THREADS_MAX) {
+		if (!share_left(cs, user_threads(cs, id->uid), id->admin)) {
+			*why = cs->nthreads >= CALLER_THREADS_MAX ? NO_TABLE :
+								    NO_SHARE;
 			pthread_mutex_unlock(&cs->lock);
 			return -ENOSPC;
 		}
@@ -481,10 +677,28 @@ static int caller_begin(struct callers_state *cs, pid_t tid,
 		 * thread, blocked in this ioctl, makes its stack.
 		 */
 		pthread_mutex_unlock(&cs->lock);
-		made = new_caller(cs, tid, &rc);
-		if (!made)
+		made = new_caller(cs, tid, id->uid, &rc);
+		if (!made) {
+			if (rc == -EMFILE) {
+				*why = NO_FD;
+				rc = -ENOSPC;
+			}
 			return rc;
+		}
 		pthread_mutex_lock(&cs->lock);
+		/* Others may have taken the room meanwhile: look again. */
+		if (!share_left(cs, user_threads(cs, id->uid), id->admin)) {
+			*why = cs->nthreads >= CALLER_THREADS_MAX ? NO_TABLE :
+								    NO_SHARE;
+			rc = -ENOSPC;
+		} else if (!user_add(cs, id->uid)) {
+			rc = -ENOMEM;
+		}
+		if (rc) {
+			pthread_mutex_unlock(&cs->lock);
+			free_caller(made);
+			return rc;
+		}
 		c = made;
 		c->next = *bucket(cs, tid);
 		*bucket(cs, tid) = c;
@@ -499,6 +713,7 @@ static int caller_begin(struct callers_state *cs, pid_t tid,
 		}
 	}
 	if (c->depth >= CALLER_DEPTH_MAX) {
+		*why = NO_DEPTH;
 		rc = -ENOSPC;
 	} else {
 		c->stack[c->depth++] = site;
@@ -508,14 +723,20 @@ static int caller_begin(struct callers_state *cs, pid_t tid,
 	return rc;
 }
 
+/*
+ * Ends thread tid's innermost region, which must be of kind; else -EINVAL,
+ * with *site the innermost's (NULL: none).  *uid: whose stack it is.
+ */
 static int caller_end(struct callers_state *cs, pid_t tid,
 		      enum region_kind kind, unsigned *depth,
-		      const struct region_site **site)
+		      const struct region_site **site, uid_t *uid)
 {
 	struct caller *c;
 
 	pthread_mutex_lock(&cs->lock);
 	c = find(cs, tid);
+	if (c)
+		*uid = c->uid;
 	if (!c || c->depth == 0 || c->stack[c->depth - 1]->kind != kind) {
 		*site = c && c->depth ? c->stack[c->depth - 1] : NULL;
 		pthread_mutex_unlock(&cs->lock);
@@ -533,26 +754,79 @@ static int caller_end(struct callers_state *cs, pid_t tid,
 	return 0;
 }
 
+/* Says why a begin of thread tid (id) found no room. */
+static void no_room(struct intrfs *fs, pid_t tid, const struct ident *id,
+		    enum no_room why)
+{
+	struct callers_state *cs = &fs->callers;
+	unsigned mine;
+	char comm[16];
+
+	thread_comm(tid, comm, sizeof(comm));
+	pthread_mutex_lock(&cs->lock);
+	mine = user_threads(cs, id->uid);
+	pthread_mutex_unlock(&cs->lock);
+	switch (why) {
+	case NO_DEPTH:
+		caller_log(cs, id->uid,
+			   "thread %d (%s): no room for another caller "
+			   "region: it has %d open, the most a thread may",
+			   (int)tid, comm, CALLER_DEPTH_MAX);
+		break;
+	case NO_SHARE:
+		caller_log(cs, id->uid,
+			   "thread %d (%s): no room for another caller "
+			   "region: user %u has regions open in %u threads, "
+			   "its share of the %d a mount keeps (half of what "
+			   "other users leave, but the last %d, which are "
+			   "for CAP_SYS_ADMIN)",
+			   (int)tid, comm, (unsigned)id->uid, mine,
+			   CALLER_THREADS_MAX, CALLER_RESERVED);
+		break;
+	case NO_TABLE:
+		caller_log(cs, id->uid,
+			   "thread %d (%s): no room for another caller "
+			   "region: %d threads have regions open, the most a "
+			   "mount keeps",
+			   (int)tid, comm, CALLER_THREADS_MAX);
+		break;
+	case NO_FD:
+		caller_log(cs, id->uid,
+			   "thread %d (%s): no room for another caller "
+			   "region: the daemon has no file descriptor left "
+			   "to watch the thread with",
+			   (int)tid, comm);
+		break;
+	case ROOM:
+		break;
+	}
+}
+
 int callers_ioctl(struct intrfs *fs, pid_t tid, struct region_caller_ioc *ioc)
 {
 	struct callers_state *cs = &fs->callers;
 	const struct region_site *site = NULL;
 	enum region_kind kind = (enum region_kind)ioc->kind;
+	enum no_room why;
+	struct ident id;
 	unsigned depth = 0;
 	char comm[16];
 	int rc;
 
 	if (tid <= 0)
 		return -ESRCH; /* a caller this daemon's pid namespace lacks */
+	rc = caller_ident(cs, tid, &id);
+	if (rc)
+		return rc;
 	if (ioc->reserved ||
 	    (ioc->op != REGION_CALLER_BEGIN && ioc->op != REGION_CALLER_END))
 		return -EINVAL;
 	if (kind != REGION_UNINTERRUPTIBLE && kind != REGION_KILLABLE) {
 		thread_comm(tid, comm, sizeof(comm));
-		fprintf(stderr,
-			"intrfs: thread %d (%s): caller region of unknown kind "
-			"%" PRIu32 " (1: uninterruptible, 2: killable)\n",
-			(int)tid, comm, ioc->kind);
+		caller_log(cs, id.uid,
+			   "thread %d (%s): caller region of unknown kind "
+			   "%" PRIu32 " (1: uninterruptible, 2: killable)",
+			   (int)tid, comm, ioc->kind);
 		return -EINVAL;
 	}
 	if (ioc->op == REGION_CALLER_BEGIN) {
@@ -560,36 +834,33 @@ int callers_ioctl(struct intrfs *fs, pid_t tid, struct region_caller_ioc *ioc)
 		clean_reason(ioc->reason);
 		site = intern(kind, ioc->reason[0] ? ioc->reason : "caller",
 			      "region_caller_begin");
-		rc = caller_begin(cs, tid, site, &depth);
-		if (rc == -ENOSPC) {
-			thread_comm(tid, comm, sizeof(comm));
-			fprintf(stderr,
-				"intrfs: thread %d (%s): no room for another "
-				"caller region (at most %d a thread, %d "
-				"threads)\n",
-				(int)tid, comm, CALLER_DEPTH_MAX,
-				CALLER_THREADS_MAX);
-		}
+		rc = caller_begin(cs, tid, &id, site, &depth, &why);
+		if (rc == -ENOSPC)
+			no_room(fs, tid, &id, why);
 		if (rc == 0)
 			trace_caller("caller_region_begin", tid, site,
 				     depth - 1);
 	} else {
-		rc = caller_end(cs, tid, kind, &depth, &site);
+		uid_t owner = id.uid;
+
+		rc = caller_end(cs, tid, kind, &depth, &site, &owner);
 		if (rc == -EINVAL) {
 			thread_comm(tid, comm, sizeof(comm));
 			if (site)
-				fprintf(stderr,
-					"intrfs: thread %d (%s): end of a %s "
-					"caller region, but its innermost is "
-					"%s \"%s\"\n",
-					(int)tid, comm, region_kind_name(kind),
-					region_kind_name(site->kind),
-					site->reason);
+				caller_log(cs, owner,
+					   "thread %d (%s): end of a %s "
+					   "caller region, but its innermost "
+					   "is %s \"%s\"",
+					   (int)tid, comm,
+					   region_kind_name(kind),
+					   region_kind_name(site->kind),
+					   site->reason);
 			else
-				fprintf(stderr,
-					"intrfs: thread %d (%s): end of a %s "
-					"caller region without a begin\n",
-					(int)tid, comm, region_kind_name(kind));
+				caller_log(cs, owner,
+					   "thread %d (%s): end of a %s "
+					   "caller region without a begin",
+					   (int)tid, comm,
+					   region_kind_name(kind));
 		}
 		if (rc == 0)
 			trace_caller("caller_region_end", tid, site, depth);
@@ -631,7 +902,7 @@ static void sweep(struct callers_state *cs)
 			c = NULL;
 		pthread_mutex_unlock(&cs->lock);
 		if (c)
-			cleared(c);
+			cleared(cs, c);
 	}
 	free(v);
 }
@@ -662,7 +933,7 @@ static void *reaper_main(void *arg)
 				c = NULL;
 			pthread_mutex_unlock(&cs->lock);
 			if (c)
-				cleared(c);
+				cleared(cs, c);
 		}
 		if (!cs->pidfd_threads)
 			sweep(cs);
@@ -670,14 +941,37 @@ static void *reaper_main(void *arg)
 	return NULL;
 }
 
+/*
+ * Room for a pidfd of every thread the table holds, above FD_SETSIZE
+ * (thread_pidfd()): the soft limit of descriptors is raised to that, as
+ * far as the hard one allows.
+ */
+static void fd_room(void)
+{
+	rlim_t want = FD_SETSIZE + CALLER_THREADS_MAX + 1024;
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= want)
+		return;
+	rl.rlim_cur = rl.rlim_max < want ? rl.rlim_max : want;
+	setrlimit(RLIMIT_NOFILE, &rl);
+}
+
 int callers_start(struct intrfs *fs)
 {
 	struct callers_state *cs = &fs->callers;
 	struct epoll_event ev = { EPOLLIN, { .u64 = UINT64_MAX } };
+	struct stat ns;
 	int probe;
 
 	pthread_mutex_init(&cs->lock, NULL);
 	cs->stop[0] = cs->stop[1] = -1;
+	/* Where a caller's CAP_SYS_ADMIN counts (0: unknown, any). */
+	if (stat("/proc/self/ns/user", &ns) == 0) {
+		cs->userns_dev = ns.st_dev;
+		cs->userns_ino = ns.st_ino;
+	}
+	fd_room();
 	probe = (int)syscall(SYS_pidfd_open, (pid_t)syscall(SYS_gettid),
 			     PIDFD_THREAD);
 	/*
@@ -717,13 +1011,20 @@ void callers_stop(struct intrfs *fs)
 		return;
 	(void)!write(cs->stop[1], "", 1);
 	pthread_join(cs->reaper, NULL);
-	for (unsigned b = 0; b < CALLER_BUCKETS; b++)
+	for (unsigned b = 0; b < CALLER_BUCKETS; b++) {
 		while (cs->tab[b]) {
 			struct caller *c = cs->tab[b];
 
 			cs->tab[b] = c->next;
 			free_caller(c);
 		}
+		while (cs->users[b]) {
+			struct caller_user *u = cs->users[b];
+
+			cs->users[b] = u->next;
+			free(u);
+		}
+	}
 	cs->nthreads = 0;
 	close(cs->stop[0]);
 	close(cs->stop[1]);

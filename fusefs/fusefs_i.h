@@ -282,18 +282,30 @@ struct lock_state {
 
 /*
  * Caller-declared regions (callers.c): the stacks of threads that opened
- * some by the ioctl, by tid, and what the registry of intrfs-region(1)
- * looked like.  Every field but those set once at the start is protected
- * by lock, a leaf.
+ * some by the ioctl, by tid, the threads each user has stacks for, what
+ * the registry of intrfs-region(1) looked like, and the rate of the log
+ * lines callers cause.  Every field but those set once at the start is
+ * protected by lock, a leaf.
  */
 #define CALLER_BUCKETS 256
 /* Caller regions a request may run in: a thread's own, and inherited. */
 #define CALLER_DEPTH_MAX 16
+/* Log lines of users other than root: their uid modulo this shares one. */
+#define CALLER_LOG_BUCKETS 64
 struct caller;
+struct caller_user;
+/* A rate limit of log lines, as the kernel's struct ratelimit_state. */
+struct caller_ratelimit {
+	uint64_t begin_ns; /* of the current interval */
+	unsigned printed, missed; /* in it */
+};
 struct callers_state {
 	pthread_mutex_t lock;
 	struct caller *tab[CALLER_BUCKETS];
 	unsigned nthreads;
+	struct caller_user *users[CALLER_BUCKETS]; /* by uid */
+	/* Root's lines, then everyone else's by uid. */
+	struct caller_ratelimit log_root, log[CALLER_LOG_BUCKETS];
 	/* Any stack at all: read without the lock, on every request. */
 	_Atomic bool any;
 	/* The registry's directory as last seen, and whether it held any. */
@@ -302,6 +314,9 @@ struct callers_state {
 	/* Set by callers_start(), read-only after. */
 	bool pidfd_threads; /* pidfd_open(PIDFD_THREAD) works */
 	bool running;
+	/* This daemon's user namespace, where CAP_SYS_ADMIN counts. */
+	dev_t userns_dev;
+	ino_t userns_ino;
 	int epfd, stop[2];
 	pthread_t reaper;
 };
@@ -965,6 +980,14 @@ unsigned callers_of(struct intrfs *fs, pid_t tid,
 int callers_ioctl(struct intrfs *fs, pid_t tid, struct region_caller_ioc *ioc);
 /* Whether site is a caller's region (its reason, tid and origin shown). */
 bool caller_site(const struct region_site *site);
+/*
+ * Logs a line that user uid's calls caused, "intrfs: " and fmt, unless
+ * that user has had CALLER_LOG_BURST lines in the last
+ * CALLER_LOG_INTERVAL_S; the first line after such an interval says how
+ * many were dropped.  Root's lines are counted apart.
+ */
+void caller_log(struct callers_state *cs, uid_t uid, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
 /* mountstats.c: the mount as a /proc/self/mountstats entry, to f */
 void mountstats_out(struct intrfs *fs, FILE *f);

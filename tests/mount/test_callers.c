@@ -2,16 +2,20 @@
  * Caller-declared regions on real mounts: the ioctl and its errors, the
  * stacks of threads that end with regions open, and what a caller's
  * region does to its requests under each policy when the server stalls
- * and a signal comes; then intrfs-region(1), whose region reaches a
- * command's descendants and mounts made after it started.
+ * and a signal comes; what one user may take of the caller table and of
+ * the log; then intrfs-region(1), whose region reaches a command's
+ * descendants and mounts made after it started.
  */
 #include "harness.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -519,6 +523,243 @@ TEST_IMPL(callers_shown)
 	ASSERT_CONTAINS(buf, "\"reason\":\"copy-up of victim\",\"site\":"
 			     "\"caller\",\"by\":\"region_caller_begin\"");
 	free(buf);
+	return 0;
+}
+
+/* The user nobody: a caller without CAP_SYS_ADMIN. */
+#define NOBODY 65534
+
+/* The caller table. */
+
+/* As callers.c: the table's entries, and those only root may take. */
+#define TABLE 4096
+#define RESERVED 64
+
+struct hog {
+	int fd; /* a file of the mount */
+	int hold; /* read end: the threads wait on it */
+	_Atomic unsigned ok, nospc, other;
+	_Atomic unsigned done;
+};
+
+static void *hog_thread(void *arg)
+{
+	struct hog *h = arg;
+	int rc = region_caller_begin(h->fd, REGION_KILLABLE, "hog");
+	char c;
+
+	if (rc == 0)
+		atomic_fetch_add(&h->ok, 1);
+	else if (rc == -ENOSPC)
+		atomic_fetch_add(&h->nospc, 1);
+	else
+		atomic_fetch_add(&h->other, 1);
+	atomic_fetch_add(&h->done, 1);
+	/* Holds its region until the pipe closes, then ends with it open. */
+	if (rc == 0 && read(h->hold, &c, 1) < 0)
+		return NULL;
+	return NULL;
+}
+
+/*
+ * As uid, threads each open a region until one gets ENOSPC (at most
+ * TABLE + 1); reports how many got one, then holds them until *release
+ * is closed.  Its pid; *count the pipe its count comes on.
+ */
+static pid_t hog_start(const char *path, uid_t uid, int *count, int *release)
+{
+	int c[2], r[2];
+	pid_t pid;
+
+	ASSERT_EQ(pipe(c), 0);
+	ASSERT_EQ(pipe(r), 0);
+	fflush(NULL);
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		static struct hog h;
+		pthread_attr_t attr;
+		gid_t g = (gid_t)uid;
+		unsigned n[2];
+
+		signal(SIGABRT, SIG_DFL);
+		close(c[0]);
+		close(r[1]);
+		h.fd = open(path, O_RDONLY);
+		h.hold = r[0];
+		if (h.fd < 0 || setgroups(1, &g) < 0 ||
+		    setresgid(g, g, g) < 0 || setresuid(uid, uid, uid) < 0)
+			_exit(100);
+		pthread_attr_init(&attr);
+		pthread_attr_setstacksize(&attr, 64 * 1024);
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		for (unsigned i = 0; i <= TABLE; i++) {
+			pthread_t th;
+
+			if (pthread_create(&th, &attr, hog_thread, &h) != 0)
+				_exit(101);
+			while (atomic_load(&h.done) <= i)
+				sched_yield();
+			if (atomic_load(&h.nospc) || atomic_load(&h.other))
+				break;
+		}
+		n[0] = atomic_load(&h.ok);
+		n[1] = atomic_load(&h.other);
+		if (write(c[1], n, sizeof(n)) != sizeof(n))
+			_exit(102);
+		/* Until the parent lets go: the threads exit with it. */
+		while (read(r[0], n, 1) > 0)
+			;
+		_exit(0);
+	}
+	close(c[1]);
+	close(r[0]);
+	*count = c[0];
+	*release = r[1];
+	return pid;
+}
+
+static int try_begin(const char *path)
+{
+	int fd = open(path, O_RDONLY), rc;
+
+	if (fd < 0)
+		return errno;
+	rc = region_caller_begin(fd, REGION_KILLABLE, "other");
+	if (rc == 0)
+		rc = region_caller_end(fd, REGION_KILLABLE);
+	close(fd);
+	return -rc;
+}
+
+/*
+ * A user's threads may hold at most half of the caller table that other
+ * users leave (but its last entries, root's): the user's next begin gets
+ * ENOSPC, said in the log, while another user and root still get theirs.
+ * The log stays bounded when the hog's threads all end with their regions
+ * open.
+ */
+TEST_IMPL(callers_table_share)
+{
+	static const gid_t user_gid[] = { USER_GID };
+	struct test_server s;
+	struct mnt m;
+	unsigned n[2], share = (TABLE - RESERVED) / 2;
+	char *log;
+	int count, release, st;
+	pid_t pid;
+
+	srv_get(&s);
+	mnt_start(&m, &s, "allow_other");
+	write_file(lpath(&m, "f"), "x", 1);
+	pid = hog_start(mpath(&m, "f"), NOBODY, &count, &release);
+	ASSERT_EQ(read(count, n, sizeof(n)), (ssize_t)sizeof(n));
+	fprintf(stderr, "# nobody's threads got %u regions, then ENOSPC\n",
+		n[0]);
+	ASSERT_EQ(n[1], 0);
+	ASSERT_EQ(n[0], share);
+	mnt_wait_log(&m,
+		     "no room for another caller region: user 65534 has "
+		     "regions open in 2016 threads",
+		     5000);
+	/* Another user, and root. */
+	ASSERT_EQ(as_user(USER_UID, USER_GID, user_gid, 1, try_begin,
+			  mpath(&m, "f")),
+		  0);
+	ASSERT_EQ(try_begin(mpath(&m, "f")), 0);
+	/* The hog's threads end, each with its region open. */
+	close(release);
+	ASSERT_EQ(waitpid(pid, &st, 0), pid);
+	ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	close(count);
+	test_sleep_ms(1000);
+	ASSERT_GE(read_file(m.log, &log), 0);
+	fprintf(stderr, "# the log after %u threads ended: %zu bytes\n", n[0],
+		strlen(log));
+	ASSERT_LT(strlen(log), 16384);
+	free(log);
+	mnt_stop(&m);
+	return 0;
+}
+
+/* The log. */
+
+/* As nobody: bad ioctls for ms; how many were made. */
+static unsigned flood(const char *path, unsigned ms)
+{
+	int p[2], st;
+	unsigned calls = 0;
+	pid_t pid;
+
+	ASSERT_EQ(pipe(p), 0);
+	fflush(NULL);
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		int fd = open(path, O_RDONLY);
+		gid_t g = NOBODY;
+		uint64_t end = region_now_ns() + (uint64_t)ms * 1000000u;
+		unsigned k = 0;
+
+		signal(SIGABRT, SIG_DFL);
+		if (fd < 0 || setgroups(1, &g) < 0 || setresgid(g, g, g) < 0 ||
+		    setresuid(NOBODY, NOBODY, NOBODY) < 0)
+			_exit(100);
+		while (region_now_ns() < end) {
+			/* An unknown kind, and ends without a begin. */
+			if (raw_ioc(fd, REGION_CALLER_BEGIN, 9, 0, "x", NULL) !=
+				    -EINVAL ||
+			    region_caller_end(fd, REGION_KILLABLE) != -EINVAL)
+				_exit(101);
+			k += 2;
+		}
+		if (write(p[1], &k, sizeof(k)) != sizeof(k))
+			_exit(102);
+		_exit(0);
+	}
+	close(p[1]);
+	ASSERT_EQ(read(p[0], &calls, sizeof(calls)), (ssize_t)sizeof(calls));
+	close(p[0]);
+	ASSERT_EQ(waitpid(pid, &st, 0), pid);
+	ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	return calls;
+}
+
+/*
+ * A user's bad ioctls in a loop: a few log lines, then a count of those
+ * not written; root's own line still comes while the user's are dropped.
+ */
+TEST_IMPL(callers_log_flood)
+{
+	struct test_server s;
+	struct mnt m;
+	struct stat st;
+	unsigned calls;
+	off_t before;
+	int fd;
+
+	srv_get(&s);
+	mnt_start(&m, &s, "allow_other");
+	write_file(lpath(&m, "f"), "x", 1);
+	ASSERT_EQ(stat(m.log, &st), 0);
+	before = st.st_size;
+	calls = flood(mpath(&m, "f"), 3000);
+	ASSERT_EQ(stat(m.log, &st), 0);
+	fprintf(stderr, "# %u bad ioctls in 3 s: %lld bytes of log\n", calls,
+		(long long)(st.st_size - before));
+	ASSERT_GT(calls, 1000);
+	ASSERT_LT(st.st_size - before, 4096);
+	/* Root, right after: not dropped with the user's. */
+	fd = open(mpath(&m, "f"), O_RDONLY);
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(raw_ioc(fd, REGION_CALLER_BEGIN, 11, 0, "x", NULL), -EINVAL);
+	close(fd);
+	mnt_wait_log(&m, "caller region of unknown kind 11", 5000);
+	/* The next interval says how many lines were not written. */
+	test_sleep_ms(2500);
+	flood(mpath(&m, "f"), 100);
+	mnt_wait_log(&m, "lines callers caused were not logged", 5000);
+	mnt_stop(&m);
 	return 0;
 }
 
