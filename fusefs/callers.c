@@ -26,6 +26,14 @@
  * user can take the last ones of another.  Every line a caller can make
  * the daemon log is rate-limited, per user (caller_log()).
  *
+ * Who may hold what.  An uninterruptible region holds even SIGKILL back
+ * while its request waits for the server, so it is for callers with
+ * CAP_SYS_ADMIN in the daemon's user namespace, as the kernel series'
+ * PR_REGION: another caller's is held as killable, unless the mount opts
+ * in by setting caller_hold_max=; either way no fatal signal is held past
+ * callers_hold_ns() (interrupt.c).  intrfs-region(1)'s regions are root's:
+ * only a registry entry root wrote counts, for the very cgroup it names.
+ *
  * A thread that ends with regions open: each thread with a stack has a
  * pidfd (PIDFD_THREAD) that the reaper thread polls; when the thread
  * exits, the reaper clears its stack and logs it, and a request whose tid
@@ -70,6 +78,8 @@
 /* Lines a user's callers may have logged, so many every so often. */
 #define CALLER_LOG_BURST 10
 #define CALLER_LOG_INTERVAL_S 5
+/* Linux caps a major timeout there (NFS_MAX_TCP_TIMEOUT, netclient's). */
+#define MAJOR_TIMEOUT_MAX_S 600
 /* Distinct (kind, reason, origin) sites kept; past it, a generic one. */
 #define INTERN_MAX 4096
 #define INTERN_BUCKETS 256
@@ -86,6 +96,8 @@ struct caller {
 	char comm[16];
 	unsigned depth;
 	const struct region_site *stack[CALLER_DEPTH_MAX];
+	/* The kind each begin asked for, which its end names. */
+	uint8_t asked[CALLER_DEPTH_MAX];
 	struct caller *next;
 };
 
@@ -173,19 +185,36 @@ bool caller_site(const struct region_site *site)
 
 /* /proc, read with no lock held. */
 
-static bool read_file(const char *path, char *buf, size_t len)
+/*
+ * Reads path into buf (NUL-terminated); with root_only, only a regular
+ * file root owns that nobody else may write.
+ */
+static bool read_file_as(const char *path, char *buf, size_t len,
+			 bool root_only)
 {
+	struct stat st;
 	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 
 	if (fd < 0)
 		return false;
+	if (root_only &&
+	    (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != 0 ||
+	     (st.st_mode & (S_IWGRP | S_IWOTH)))) {
+		close(fd);
+		return false;
+	}
 	n = read(fd, buf, len - 1);
 	close(fd);
 	if (n < 0)
 		return false;
 	buf[n] = '\0';
 	return true;
+}
+
+static bool read_file(const char *path, char *buf, size_t len)
+{
+	return read_file_as(path, buf, len, false);
 }
 
 /* Thread tid's start time (clock ticks after boot); 0 when it is gone. */
@@ -297,6 +326,20 @@ void caller_log(struct callers_state *cs, uid_t uid, const char *fmt, ...)
 	fprintf(stderr, "intrfs: %s\n", line);
 }
 
+uint64_t callers_hold_ns(const struct intrfs *fs)
+{
+	uint64_t ns;
+
+	if (fs->o.caller_hold_max != CALLER_HOLD_UNSET)
+		return (uint64_t)fs->o.caller_hold_max * 1000000000ull;
+	/* The major timeout: timeo (deciseconds) × (retrans + 1). */
+	ns = (uint64_t)(fs->nco.timeo ? fs->nco.timeo : 1) *
+	     (fs->nco.retrans + 1) * 100000000ull;
+	return ns < MAJOR_TIMEOUT_MAX_S * 1000000000ull ?
+		       ns :
+		       MAJOR_TIMEOUT_MAX_S * 1000000000ull;
+}
+
 /* The registry of intrfs-region(1)'s regions. */
 
 static bool same_stat(const struct stat *a, const struct stat *b)
@@ -356,17 +399,26 @@ static bool registry_busy(struct callers_state *cs)
 	return busy;
 }
 
-/* The region of registry entry id (its name's characters checked). */
-static const struct region_site *registry_region(const char *id, size_t len)
+/*
+ * The region of registry entry id (its name's characters checked), for a
+ * caller whose cgroup path up to the component that names it is cg
+ * (cglen bytes): the entry's cgroup must be that very one, not one of the
+ * same name that a user made in a subtree delegated to it.
+ */
+static const struct region_site *registry_region(const char *id, size_t len,
+						 const char *cg, size_t cglen)
 {
-	char path[128], buf[REGION_CALLER_REASON_MAX + 32], *reason, *nl;
+	char path[128], buf[PATH_MAX + REGION_CALLER_REASON_MAX + 32];
+	char *reason, *nl, *where;
 	enum region_kind kind;
+	size_t wl;
 
 	if (len == 0 || len > 32 || strspn(id, "0123456789.") < len)
 		return NULL;
 	snprintf(path, sizeof(path), "%s/%.*s", REGION_REGISTRY_DIR, (int)len,
 		 id);
-	if (!read_file(path, buf, sizeof(buf)))
+	/* intrfs-region(1) is root's: an entry anyone else wrote is not. */
+	if (!read_file_as(path, buf, sizeof(buf), true))
 		return NULL;
 	reason = strchr(buf, '\n');
 	if (!reason)
@@ -379,8 +431,14 @@ static const struct region_site *registry_region(const char *id, size_t len)
 	else
 		return NULL;
 	nl = strchr(reason, '\n');
-	if (nl)
-		*nl = '\0';
+	if (!nl)
+		return NULL;
+	*nl = '\0';
+	/* "KIND\nREASON\nCGROUP\n": the cgroup's path ends with cg's. */
+	where = nl + 1;
+	wl = strcspn(where, "\n");
+	if (wl < cglen || memcmp(where + wl - cglen, cg, cglen) != 0)
+		return NULL;
 	reason[REGION_CALLER_REASON_MAX - 1] = '\0';
 	clean_reason(reason);
 	return intern(kind, reason, "intrfs-region");
@@ -401,11 +459,12 @@ static unsigned cgroup_regions(pid_t tid, const struct region_site **out,
 	if (!read_file(path, buf, sizeof(buf)))
 		return 0;
 	for (char *line = buf; *line && n == 0;) {
-		char *end = line + strcspn(line, "\n"), *p;
+		char *end = line + strcspn(line, "\n"), *p, *cg;
 
 		/* "ID:CONTROLLERS:PATH": the path after the second ':'. */
 		p = memchr(line, ':', (size_t)(end - line));
 		p = p ? memchr(p + 1, ':', (size_t)(end - p - 1)) : NULL;
+		cg = p ? p + 1 : NULL;
 		while (p && p < end && n < max) {
 			char *comp = p + 1;
 			size_t len = strcspn(comp, "/\n");
@@ -413,8 +472,9 @@ static unsigned cgroup_regions(pid_t tid, const struct region_site **out,
 
 			if (len > pl &&
 			    strncmp(comp, REGION_CG_PREFIX, pl) == 0) {
-				const struct region_site *s =
-					registry_region(comp + pl, len - pl);
+				const struct region_site *s = registry_region(
+					comp + pl, len - pl, cg,
+					(size_t)(comp + len - cg));
 
 				if (s)
 					out[n++] = s;
@@ -650,7 +710,8 @@ enum no_room { ROOM, NO_DEPTH, NO_SHARE, NO_TABLE, NO_FD };
 
 static int caller_begin(struct callers_state *cs, pid_t tid,
 			const struct ident *id, const struct region_site *site,
-			unsigned *depth, enum no_room *why)
+			enum region_kind asked, unsigned *depth,
+			enum no_room *why)
 {
 	struct caller *c, *made = NULL;
 	int rc = 0;
@@ -716,6 +777,7 @@ static int caller_begin(struct callers_state *cs, pid_t tid,
 		*why = NO_DEPTH;
 		rc = -ENOSPC;
 	} else {
+		c->asked[c->depth] = (uint8_t)asked;
 		c->stack[c->depth++] = site;
 		*depth = c->depth;
 	}
@@ -724,12 +786,13 @@ static int caller_begin(struct callers_state *cs, pid_t tid,
 }
 
 /*
- * Ends thread tid's innermost region, which must be of kind; else -EINVAL,
- * with *site the innermost's (NULL: none).  *uid: whose stack it is.
+ * Ends thread tid's innermost region, which must have asked for kind; else
+ * -EINVAL, with *site and *innermost the innermost's (NULL: none).
  */
 static int caller_end(struct callers_state *cs, pid_t tid,
 		      enum region_kind kind, unsigned *depth,
-		      const struct region_site **site, uid_t *uid)
+		      const struct region_site **site,
+		      enum region_kind *innermost, uid_t *uid)
 {
 	struct caller *c;
 
@@ -737,8 +800,10 @@ static int caller_end(struct callers_state *cs, pid_t tid,
 	c = find(cs, tid);
 	if (c)
 		*uid = c->uid;
-	if (!c || c->depth == 0 || c->stack[c->depth - 1]->kind != kind) {
+	if (!c || c->depth == 0 || c->asked[c->depth - 1] != kind) {
 		*site = c && c->depth ? c->stack[c->depth - 1] : NULL;
+		if (*site)
+			*innermost = (enum region_kind)c->asked[c->depth - 1];
 		pthread_mutex_unlock(&cs->lock);
 		return -EINVAL;
 	}
@@ -806,7 +871,8 @@ int callers_ioctl(struct intrfs *fs, pid_t tid, struct region_caller_ioc *ioc)
 {
 	struct callers_state *cs = &fs->callers;
 	const struct region_site *site = NULL;
-	enum region_kind kind = (enum region_kind)ioc->kind;
+	enum region_kind kind = (enum region_kind)ioc->kind, held = kind;
+	enum region_kind innermost = kind;
 	enum no_room why;
 	struct ident id;
 	unsigned depth = 0;
@@ -832,18 +898,35 @@ int callers_ioctl(struct intrfs *fs, pid_t tid, struct region_caller_ioc *ioc)
 	if (ioc->op == REGION_CALLER_BEGIN) {
 		ioc->reason[sizeof(ioc->reason) - 1] = '\0';
 		clean_reason(ioc->reason);
-		site = intern(kind, ioc->reason[0] ? ioc->reason : "caller",
+		if (kind == REGION_UNINTERRUPTIBLE && !id.admin &&
+		    fs->o.caller_hold_max == CALLER_HOLD_UNSET) {
+			held = REGION_KILLABLE;
+			thread_comm(tid, comm, sizeof(comm));
+			caller_log(cs, id.uid,
+				   "thread %d (%s): uninterruptible caller "
+				   "region \"%s\" of user %u held as "
+				   "killable: only a caller with CAP_SYS_ADMIN "
+				   "may hold a fatal signal back, unless the "
+				   "mount sets caller_hold_max=",
+				   (int)tid, comm, ioc->reason,
+				   (unsigned)id.uid);
+		}
+		site = intern(held, ioc->reason[0] ? ioc->reason : "caller",
 			      "region_caller_begin");
-		rc = caller_begin(cs, tid, &id, site, &depth, &why);
+		rc = caller_begin(cs, tid, &id, site, kind, &depth, &why);
 		if (rc == -ENOSPC)
 			no_room(fs, tid, &id, why);
-		if (rc == 0)
+		if (rc == 0) {
 			trace_caller("caller_region_begin", tid, site,
 				     depth - 1);
+			/* The kind the mount holds it as, for the caller. */
+			ioc->kind = (uint32_t)held;
+		}
 	} else {
 		uid_t owner = id.uid;
 
-		rc = caller_end(cs, tid, kind, &depth, &site, &owner);
+		rc = caller_end(cs, tid, kind, &depth, &site, &innermost,
+				&owner);
 		if (rc == -EINVAL) {
 			thread_comm(tid, comm, sizeof(comm));
 			if (site)
@@ -853,7 +936,7 @@ int callers_ioctl(struct intrfs *fs, pid_t tid, struct region_caller_ioc *ioc)
 					   "is %s \"%s\"",
 					   (int)tid, comm,
 					   region_kind_name(kind),
-					   region_kind_name(site->kind),
+					   region_kind_name(innermost),
 					   site->reason);
 			else
 				caller_log(cs, owner,

@@ -41,6 +41,7 @@
 #include "intrfs/region.h"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -68,6 +69,13 @@ struct fs_opts {
 	double acregmin, acdirmin;
 	bool neg_cache; /* lookupcache=all: negative entries for acdirmin */
 	unsigned hung_timeout; /* seconds before the watchdog reports */
+	/*
+	 * caller_hold_max=: the seconds a caller's uninterruptible region
+	 * may hold a fatal signal back (callers.c); CALLER_HOLD_UNSET when
+	 * not given: then the major timeout, and such regions are only for
+	 * callers with CAP_SYS_ADMIN.
+	 */
+	unsigned caller_hold_max;
 	unsigned max_workers;
 	unsigned wbuf_mb; /* uncommitted data kept per file, MiB */
 	unsigned max_read; /* FUSE's max_read=, bytes; 0: not given */
@@ -290,6 +298,8 @@ struct lock_state {
 #define CALLER_BUCKETS 256
 /* Caller regions a request may run in: a thread's own, and inherited. */
 #define CALLER_DEPTH_MAX 16
+/* caller_hold_max= not given. */
+#define CALLER_HOLD_UNSET UINT_MAX
 /* Log lines of users other than root: their uid modulo this shares one. */
 #define CALLER_LOG_BUCKETS 64
 struct caller;
@@ -560,12 +570,16 @@ struct job {
 	/* The watcher thread's own, between two holds of watch.lock. */
 	struct job *wnext;
 	bool wfatal;
+	/* Protected by fs->watch.lock: when a fatal interrupt was raised. */
+	uint64_t fatal_ns;
 	/*
 	 * A lock request (locks.c), protected by fs->locks.lock: the wait
-	 * it is in, and that a fatal signal came (its waits end).
+	 * it is in, that a fatal signal came (its waits end), and that the
+	 * interrupt path answered it (what the server grants it now is
+	 * given back).
 	 */
 	struct lk_waiter *lk_wait;
-	bool lk_killed;
+	bool lk_killed, lk_abandoned;
 
 	fuse_ino_t ino, ino2;
 	/*
@@ -962,6 +976,12 @@ void intr_unwatch(struct job *j, bool req_ours);
 unsigned caller_groups(pid_t tid, uint32_t *groups, unsigned max);
 /* Whether thread tid is in chmod(2), fchmod(2) or fchmodat(2) now. */
 bool caller_in_chmod(pid_t tid);
+/*
+ * Whether j's caller declared an uninterruptible region that its task's
+ * policy enforces: it holds even a fatal signal back, for at most
+ * callers_hold_ns().
+ */
+bool caller_holds_fatal(const struct job *j);
 
 /* callers.c: caller-declared regions */
 int callers_start(struct intrfs *fs);
@@ -980,6 +1000,11 @@ unsigned callers_of(struct intrfs *fs, pid_t tid,
 int callers_ioctl(struct intrfs *fs, pid_t tid, struct region_caller_ioc *ioc);
 /* Whether site is a caller's region (its reason, tid and origin shown). */
 bool caller_site(const struct region_site *site);
+/*
+ * How long a caller's uninterruptible region may hold a fatal signal back:
+ * caller_hold_max=, or the mount's major timeout.
+ */
+uint64_t callers_hold_ns(const struct intrfs *fs);
 /*
  * Logs a line that user uid's calls caused, "intrfs: " and fmt, unless
  * that user has had CALLER_LOG_BURST lines in the last
@@ -1036,9 +1061,10 @@ void locks_close(struct job *j, struct node *n, uint64_t owner, bool last);
 /*
  * Lock request j's caller has a fatal signal: its lock waits end now,
  * whatever region encloses them (what it queued is cancelled first).
- * Takes locks.lock.
+ * With abandoned, the interrupt path answers it now: a lock the server
+ * grants it after is given back.  Takes locks.lock.
  */
-void locks_killed(struct job *j);
+void locks_killed(struct job *j, bool abandoned);
 
 /* ops.c: the FUSE operations */
 extern const struct fuse_lowlevel_ops intrfs_ops;

@@ -23,8 +23,13 @@
  * interrupt path answers EINTR itself, without waiting for the worker to
  * wake (answer_eintr).
  *
- * A fatal signal ends a lock wait whatever region encloses it: a lock
- * wait has nothing half done, and its CANCEL goes first (locks_killed()).
+ * A fatal signal ends a lock wait whatever region encloses it (a lock wait
+ * has nothing half done: locks_killed(), whose CANCEL goes first).  A
+ * caller's uninterruptible region holds any other wait's fatal signal
+ * back for at most callers_hold_ns() (caller_hold_max=): past it the
+ * watcher answers EINTR as a killable region would have, and the job goes
+ * on in the background (a lock request gives back what the server grants
+ * it after).  The watcher sleeps until the first such bound meanwhile.
  *
  * It never reads /proc with a lock held that the interrupt callback needs,
  * nor in the callback, which libfuse runs with the request's lock held: a
@@ -200,13 +205,14 @@ static void answer_eintr(struct job *j, enum task_intr kind)
 static void raise_fatal(struct job *j)
 {
 	raised(j, TASK_INTR_FATAL);
+	j->fatal_ns = region_now_ns();
 	fs_count(&j->fs->stats.fatal_interrupts);
 	/* Answer while the wait is still there to see, then end it. */
 	answer_eintr(j, TASK_INTR_FATAL);
 	region_task_interrupt(j->task, TASK_INTR_FATAL);
 	/* A lock wait ends whatever region encloses it. */
 	if (j->self_answers)
-		locks_killed(j);
+		locks_killed(j, false);
 }
 
 static void watcher_wake(struct intr_watch *w)
@@ -258,12 +264,7 @@ static void on_interrupt(fuse_req_t req, void *data)
 	job_put(j);
 }
 
-/*
- * Whether j's caller declared an uninterruptible region that its task's
- * policy enforces: then even a dying caller's flush is not cut short, as
- * on a nointr mount.
- */
-static bool caller_holds_fatal(const struct job *j)
+bool caller_holds_fatal(const struct job *j)
 {
 	if (!j->ncaller || region_task_policy(j->task) == REGION_POLICY_PERCALL)
 		return false;
@@ -283,6 +284,7 @@ static bool caller_holds_fatal(const struct job *j)
 static void answer_dying(struct job *j)
 {
 	raised(j, TASK_INTR_FATAL);
+	j->fatal_ns = region_now_ns();
 	if (j->intr_mode == NC_NOINTR || caller_holds_fatal(j) ||
 	    !job_take_answer(j))
 		return;
@@ -292,7 +294,62 @@ static void answer_dying(struct job *j)
 	job_names_unsure(j);
 }
 
+/*
+ * A fatal signal j's caller's uninterruptible region held back as long as
+ * it may: answered EINTR now, as a killable region would have let it end
+ * the call; the job goes on in the background.  Called with watch.lock
+ * held.
+ */
+static void hold_expired(struct job *j)
+{
+	const struct region_site *site = NULL;
+	uint64_t held = region_now_ns() - j->fatal_ns;
+
+	/* A lock the server grants it from now on goes back. */
+	if (j->self_answers)
+		locks_killed(j, true);
+	if (!job_take_answer(j))
+		return;
+	for (unsigned i = 0; i < j->ncaller; i++)
+		if (j->caller[i]->kind == REGION_UNINTERRUPTIBLE)
+			site = j->caller[i];
+	caller_log(&j->fs->callers, j->cred.uid,
+		   "thread %d: a fatal signal held back %.1f s by its "
+		   "uninterruptible caller region \"%s\" ends its request "
+		   "now (caller_hold_max=%.1f s)",
+		   (int)j->tid, (double)held / 1e9, site ? site->reason : "?",
+		   (double)callers_hold_ns(j->fs) / 1e9);
+	fs_count(&j->fs->stats.eintr_replies);
+	fs_reply_err(j->req, -EINTR);
+	job_names_unsure(j);
+}
+
 /* The watcher. */
+
+/*
+ * Whether j holds a fatal signal back past the bound of its caller's
+ * uninterruptible region: then it is to be answered now.  Before that, the
+ * bound's time goes to *next (the earliest such).  Not on nointr mounts,
+ * whose own region holds it as long as the server takes.  Called with
+ * watch.lock held.
+ */
+static bool hold_over(const struct job *j, uint64_t now, uint64_t *next)
+{
+	uint64_t end;
+
+	/* relaxed: a hint; job_take_answer() decides. */
+	if (!(atomic_load_explicit(&j->intr, memory_order_relaxed) &
+	      TASK_INTR_FATAL) ||
+	    atomic_load_explicit(&j->answered, memory_order_relaxed) ||
+	    j->intr_mode == NC_NOINTR || !caller_holds_fatal(j))
+		return false;
+	end = j->fatal_ns + callers_hold_ns(j->fs);
+	if (now >= end)
+		return true;
+	if (!*next || end < *next)
+		*next = end;
+	return false;
+}
 
 /*
  * Whether the watcher should read j's caller's status now; *held counts
@@ -327,17 +384,27 @@ static void *watcher_main(void *arg)
 
 	pthread_mutex_lock(&w->lock);
 	while (!w->stop) {
-		uint64_t now = region_now_ns();
+		uint64_t now = region_now_ns(), bound = 0;
 		struct job *look = NULL, *next;
 		unsigned held = 0;
 
 		for (struct job *j = w->jobs; j; j = j->inext) {
+			if (hold_over(j, now, &bound))
+				hold_expired(j);
 			if (!worth_a_look(j, now, &held))
 				continue;
 			/* Linked: its worker's reference keeps it. */
 			job_hold(j);
 			j->wnext = look;
 			look = j;
+		}
+		if (!look && !held && bound) {
+			/* Only bounds to wait for: sleep until the first. */
+			struct timespec until = { (time_t)(bound / 1000000000),
+						  (long)(bound % 1000000000) };
+
+			pthread_cond_timedwait(&w->cond, &w->lock, &until);
+			continue;
 		}
 		if (!look && !held) {
 			/* Nothing held back: sleep until on_interrupt says. */
@@ -420,9 +487,14 @@ void intr_unwatch(struct job *j, bool req_ours)
 int intr_start(struct intrfs *fs)
 {
 	struct intr_watch *w = &fs->watch;
+	pthread_condattr_t ca;
 
 	pthread_mutex_init(&w->lock, NULL);
-	pthread_cond_init(&w->cond, NULL);
+	/* Bounds are region_now_ns() times: CLOCK_MONOTONIC. */
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&w->cond, &ca);
+	pthread_condattr_destroy(&ca);
 	w->jobs = NULL;
 	w->stop = false;
 	return -pthread_create(&w->thread, NULL, watcher_main, fs);

@@ -37,7 +37,10 @@
  * SA_RESTART caller comes back with the same LOCK), and a GRANTED that
  * comes for nobody is answered DENIED, so that the server lets go.  Lock
  * requests therefore answer themselves (j->self_answers): the interrupt
- * path never answers one early.
+ * path answers one early only once a caller's region held its fatal
+ * signal back as long as it may (interrupt.c), and then a lock the server
+ * grants it after goes back (j->lk_abandoned), but where its owner held
+ * the range before.
  *
  * CANCEL, UNLOCK and reclaims are sent by the janitor (lockjan.c, with
  * the journal that releases a dead daemon's locks, and start and stop).
@@ -278,6 +281,13 @@ static int granted(struct job *j, struct node *n, struct lk_owner *o,
 		return -ENOLCK;
 	}
 	region_task_mutex_lock_nofail(&L->lock);
+	if (j->lk_abandoned && !owner_holds(n, o, lk->off, end)) {
+		/* Its caller was answered EINTR and is dying: give it back. */
+		region_task_mutex_unlock(&L->lock);
+		lk_spare_put(&sp);
+		lk_jan_do(j->fs, JAN_UNLOCK, &n->fh, lk, &j->cred, false);
+		return -EINTR;
+	}
 	first = !owner_holds(n, o, 0, LK_EOF);
 	had = n->locks != NULL;
 	lk_ranges_set(L, n, o, lk->off, end, lk->exclusive, false, &sp);
@@ -400,12 +410,14 @@ static int lk_sleep(struct job *j, int64_t ms)
 	return rc < 0 ? rc : 0;
 }
 
-void locks_killed(struct job *j)
+void locks_killed(struct job *j, bool abandoned)
 {
 	struct lock_state *L = &j->fs->locks;
 
 	region_task_mutex_lock_nofail(&L->lock);
 	j->lk_killed = true;
+	if (abandoned)
+		j->lk_abandoned = true;
 	if (j->lk_wait)
 		region_task_cond_broadcast(&j->lk_wait->cond);
 	region_task_mutex_unlock(&L->lock);

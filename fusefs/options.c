@@ -184,6 +184,11 @@ static const struct opt_def opt_defs[] = {
 	COUNT("hung_timeout", hung_timeout, 0, SECONDS_MAX, 120, "hung_timeout=N",
 	      "seconds before the watchdog reports a task blocked\n"
 	      "uninterruptibly (%u; 0: off)"),
+	COUNT("caller_hold_max", caller_hold_max, 0, SECONDS_MAX,
+	      CALLER_HOLD_UNSET, "caller_hold_max=N",
+	      "seconds a caller's uninterruptible region may hold a\n"
+	      "fatal signal back (default: the major timeout); given,\n"
+	      "callers without CAP_SYS_ADMIN may declare one too"),
 	FLAG("direct_io", direct_io, "direct_io",
 	     "every open bypasses the page cache (reads become\n"
 	     "interruptible; O_DIRECT does it per open)"),

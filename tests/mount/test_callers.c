@@ -2,9 +2,10 @@
  * Caller-declared regions on real mounts: the ioctl and its errors, the
  * stacks of threads that end with regions open, and what a caller's
  * region does to its requests under each policy when the server stalls
- * and a signal comes; what one user may take of the caller table and of
- * the log; then intrfs-region(1), whose region reaches a command's
- * descendants and mounts made after it started.
+ * and a signal comes; who may hold a fatal signal back, and for how long;
+ * what one user may take of the caller table and of the log; then
+ * intrfs-region(1), whose region reaches a command's descendants and
+ * mounts made after it started, and no cgroup that only has its name.
  */
 #include "harness.h"
 
@@ -526,8 +527,207 @@ TEST_IMPL(callers_shown)
 	return 0;
 }
 
+/* Who may hold what, and for how long. */
+
 /* The user nobody: a caller without CAP_SYS_ADMIN. */
 #define NOBODY 65534
+
+enum who {
+	ROOT,
+	USER, /* nobody */
+	USER_NS, /* nobody, with every capability of a user namespace */
+};
+
+/*
+ * The kind the mount holds an uninterruptible region of who as (the
+ * ioctl's kind, on the way back), in a child; 0 when who cannot be had
+ * (no user namespaces here).
+ */
+static uint32_t held_as(const char *path, enum who who)
+{
+	int p[2], st;
+	uint32_t kind = 0;
+	pid_t pid;
+
+	ASSERT_EQ(pipe(p), 0);
+	fflush(NULL);
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		struct region_caller_ioc ioc;
+		int fd = open(path, O_RDONLY);
+		gid_t g = NOBODY;
+
+		signal(SIGABRT, SIG_DFL);
+		if (fd < 0)
+			_exit(100);
+		if (who != ROOT &&
+		    (setgroups(1, &g) < 0 || setresgid(g, g, g) < 0 ||
+		     setresuid(NOBODY, NOBODY, NOBODY) < 0))
+			_exit(101);
+		if (who == USER_NS && unshare(CLONE_NEWUSER) < 0)
+			_exit(0); /* says nothing: not to be had here */
+		memset(&ioc, 0, sizeof(ioc));
+		ioc.op = REGION_CALLER_BEGIN;
+		ioc.kind = REGION_UNINTERRUPTIBLE;
+		snprintf(ioc.reason, sizeof(ioc.reason), "who holds");
+		if (ioctl(fd, REGION_CALLER_IOC, &ioc) < 0)
+			_exit(102);
+		if (write(p[1], &ioc.kind, sizeof(ioc.kind)) !=
+		    sizeof(ioc.kind))
+			_exit(103);
+		_exit(0);
+	}
+	close(p[1]);
+	ASSERT_EQ(waitpid(pid, &st, 0), pid);
+	ASSERT(WIFEXITED(st));
+	ASSERT_EQ(WEXITSTATUS(st), 0);
+	if (read(p[0], &kind, sizeof(kind)) != sizeof(kind))
+		kind = 0;
+	close(p[0]);
+	return kind;
+}
+
+/*
+ * An uninterruptible region is for a caller with CAP_SYS_ADMIN in the
+ * daemon's user namespace, as the kernel's PR_REGION: another caller's is
+ * held as killable (and the log says so), unless the mount sets
+ * caller_hold_max=.  The capabilities of a user namespace of one's own
+ * count for nothing.
+ */
+TEST_IMPL(callers_who_holds)
+{
+	static const struct {
+		const char *opts;
+		enum who who;
+		enum region_kind held;
+	} rows[] = {
+		{ "allow_other", ROOT, REGION_UNINTERRUPTIBLE },
+		{ "allow_other", USER, REGION_KILLABLE },
+		{ "allow_other", USER_NS, REGION_KILLABLE },
+		{ "allow_other,caller_hold_max=30", USER,
+		  REGION_UNINTERRUPTIBLE },
+		{ "allow_other,caller_hold_max=30", USER_NS,
+		  REGION_UNINTERRUPTIBLE },
+	};
+	static const char *const names[] = { "root", "nobody",
+					     "nobody in a user namespace" };
+	struct test_server s;
+
+	srv_get(&s);
+	for (unsigned i = 0; i < ARRAY_SIZE(rows); i++) {
+		struct mnt m;
+		uint32_t kind;
+
+		mnt_start(&m, &s, rows[i].opts);
+		write_file(lpath(&m, "f"), "x", 1);
+		kind = held_as(mpath(&m, "f"), rows[i].who);
+		if (!kind && rows[i].who == USER_NS) {
+			fprintf(stderr, "# no user namespace for nobody here: "
+					"that row not run\n");
+		} else if (kind != (uint32_t)rows[i].held) {
+			TEST__FAIL("-o %s: %s's uninterruptible region is held "
+				   "as %s, not %s",
+				   rows[i].opts, names[rows[i].who],
+				   kind ? region_kind_name(kind) : "nothing",
+				   region_kind_name(rows[i].held));
+		}
+		if (rows[i].who != ROOT && kind == REGION_KILLABLE)
+			mnt_wait_log(&m,
+				     "uninterruptible caller region \"who "
+				     "holds\" of user 65534 held as killable",
+				     5000);
+		mnt_stop(&m);
+	}
+	return 0;
+}
+
+/*
+ * A fatal signal held by an uninterruptible region while the server
+ * stalls: the caller dies no later than the mount's bound (the major
+ * timeout, or caller_hold_max=), long before the server comes back, and
+ * not before it; a user's region, held as killable, lets SIGKILL through
+ * at once.
+ */
+TEST_IMPL(callers_hold_bounded)
+{
+	static const struct {
+		const char *opts;
+		uid_t uid;
+		unsigned alive_ms; /* still held then */
+		unsigned gone_ms; /* dead by then */
+	} rows[] = {
+		/* The major timeout: timeo × (retrans + 1) = 2 s. */
+		{ "hard,timeo=10,retrans=1,policy=region", 0, 1500, 5000 },
+		{ "hard,policy=region,caller_hold_max=1", 0, 700, 4000 },
+		{ "hard,policy=sigmask,caller_hold_max=1", 0, 700, 4000 },
+		{ "hard,policy=region,caller_hold_max=0", 0, 0, PROMPT_MS },
+		/* A user's region is killable... */
+		{ "allow_other,hard,policy=region", NOBODY, 0, PROMPT_MS },
+		/* ...unless the mount lets it hold, bounded all the same. */
+		{ "allow_other,hard,policy=region,caller_hold_max=1", NOBODY,
+		  700, 4000 },
+	};
+	struct test_server s;
+
+	srv_get(&s);
+	for (unsigned i = 0; i < ARRAY_SIZE(rows); i++) {
+		struct probe victim;
+		struct probe_result r;
+		struct mnt m;
+		char all[256], log[16384];
+		uint64_t unread, t0;
+		int status;
+		bool done;
+
+		snprintf(all, sizeof(all), "%s,actimeo=60", rows[i].opts);
+		mnt_start(&m, &s, all);
+		prepare_file(&m, "victim");
+		probe_start_in(&victim, PROBE_READ, mpath(&m, "victim"),
+			       READ_LEN, true, rows[i].uid,
+			       REGION_UNINTERRUPTIBLE, "held");
+		probe_wait_ready(&victim);
+		srv_stall(&s);
+		unread = srv_unread(&s);
+		probe_go(&victim);
+		probe_wait_blocked(&victim);
+		srv_wait_call(&s, unread);
+		t0 = region_now_ns();
+		ASSERT_EQ(kill(victim.pid, SIGKILL), 0);
+		if (rows[i].alive_ms &&
+		    probe_wait(&victim, rows[i].alive_ms, &r, &status)) {
+			srv_resume(&s);
+			TEST__FAIL("-o %s, uid %u: dead %.0f ms after SIGKILL, "
+				   "before the bound",
+				   all, (unsigned)rows[i].uid,
+				   (double)(region_now_ns() - t0) / 1e6);
+		}
+		done = probe_wait(&victim, rows[i].gone_ms - rows[i].alive_ms,
+				  &r, &status);
+		if (!done) {
+			mnt_dump_tasks(&m, log, sizeof(log));
+			srv_resume(&s);
+			TEST__FAIL("-o %s, uid %u: still alive %u ms after "
+				   "SIGKILL, the server stalled; the "
+				   "daemon:\n%s",
+				   all, (unsigned)rows[i].uid, rows[i].gone_ms,
+				   log);
+		}
+		fprintf(stderr, "# -o %s, uid %u: dead %.0f ms after SIGKILL\n",
+			all, (unsigned)rows[i].uid,
+			(double)(region_now_ns() - t0) / 1e6);
+		ASSERT(WIFSIGNALED(status));
+		ASSERT_EQ(WTERMSIG(status), SIGKILL);
+		if (rows[i].alive_ms)
+			mnt_wait_log(&m,
+				     "by its uninterruptible caller region "
+				     "\"held\" ends its request now",
+				     5000);
+		srv_resume(&s);
+		mnt_stop(&m);
+	}
+	return 0;
+}
 
 /* The caller table. */
 
@@ -975,5 +1175,95 @@ TEST_IMPL(callers_cmd_usage)
 	ASSERT_CONTAINS(buf, "\"reason\":\"late mount\",\"site\":\"caller\","
 			     "\"by\":\"intrfs-region\"");
 	free(buf);
+	return 0;
+}
+
+/*
+ * A cgroup of the same name as an intrfs-region's, made elsewhere (as a
+ * user may in a subtree delegated to it), is not that region: a process
+ * in it gets EINTR from a handled SIGINT on an intr mount, as outside any
+ * region, where the real one's processes would complete the read.
+ */
+TEST_IMPL(callers_cmd_forged)
+{
+	struct test_server s;
+	struct probe victim;
+	struct probe_result r;
+	struct mnt m;
+	char reg[64], *entry, *cg, *slash, parent[512], forged[600];
+	char procs[640], pid[16], *own;
+	uint64_t unread;
+	int in[2], status, fd;
+	pid_t cmd;
+
+	srv_get(&s);
+	mnt_start(&m, &s, "hard,intr,actimeo=60,policy=region");
+	prepare_file(&m, "victim");
+	/* The real region: a command that waits for its stdin to close. */
+	ASSERT_EQ(pipe(in), 0);
+	fflush(NULL);
+	cmd = fork();
+	ASSERT_GE(cmd, 0);
+	if (cmd == 0) {
+		dup2(in[0], 0);
+		close(in[1]);
+		execl(INTRFS_REGION_BIN, "intrfs-region", "-k", "killable",
+		      "-r", "real", "--", "/bin/sh", "-c", "read x",
+		      (char *)NULL);
+		_exit(127);
+	}
+	close(in[0]);
+	snprintf(reg, sizeof(reg), "/run/intrfs/regions/%d", (int)cmd);
+	ASSERT_WITHIN(access(reg, F_OK) == 0, 10000);
+	/* Its third line is its cgroup: the same name, one level down. */
+	ASSERT_GT(read_file(reg, &entry), 0);
+	cg = strchr(entry, '\n');
+	ASSERT_NOT_NULL(cg);
+	cg = strchr(cg + 1, '\n');
+	ASSERT_NOT_NULL(cg);
+	cg++;
+	cg[strcspn(cg, "\n")] = '\0';
+	slash = strrchr(cg, '/');
+	ASSERT_NOT_NULL(slash);
+	*slash = '\0';
+	snprintf(parent, sizeof(parent), "%s/intrfs-region.forged", cg);
+	snprintf(forged, sizeof(forged), "%s/%s", parent, slash + 1);
+	free(entry);
+	ASSERT_EQ(mkdir(parent, 0755), 0);
+	ASSERT_EQ(mkdir(forged, 0755), 0);
+
+	probe_start(&victim, PROBE_READ, mpath(&m, "victim"), READ_LEN, true,
+		    0);
+	probe_wait_ready(&victim);
+	snprintf(procs, sizeof(procs), "%s/cgroup.procs", forged);
+	fd = open(procs, O_WRONLY);
+	ASSERT_GE(fd, 0);
+	snprintf(pid, sizeof(pid), "%d", (int)victim.pid);
+	ASSERT_EQ(write(fd, pid, strlen(pid)), (ssize_t)strlen(pid));
+	close(fd);
+	ASSERT(proc_read(victim.pid, "cgroup", procs, sizeof(procs)));
+	own = strstr(procs, "/intrfs-region.forged/intrfs-region.");
+	ASSERT_NOT_NULL(own);
+
+	srv_stall(&s);
+	unread = srv_unread(&s);
+	probe_go(&victim);
+	probe_wait_blocked(&victim);
+	srv_wait_call(&s, unread);
+	ASSERT_EQ(kill(victim.pid, SIGINT), 0);
+	if (!probe_wait(&victim, PROMPT_MS, &r, &status)) {
+		srv_resume(&s);
+		TEST__FAIL("a SIGINT did not end the read in the forged "
+			   "cgroup: it ran in the real region");
+	}
+	srv_resume(&s);
+	ASSERT(WIFEXITED(status));
+	ASSERT_EQ(r.ret, -1);
+	ASSERT_EQ(r.err, EINTR);
+	ASSERT_EQ(rmdir(forged), 0);
+	ASSERT_EQ(rmdir(parent), 0);
+	close(in[1]);
+	ASSERT_EQ(waitpid(cmd, &status, 0), cmd);
+	mnt_stop(&m);
 	return 0;
 }

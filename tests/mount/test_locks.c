@@ -486,6 +486,8 @@ TEST_IMPL(locks_waiter_signalled)
 
 /* The lock cycle: two processes, each holding a lock the other waits for. */
 
+/* The user nobody, as the cycle's unprivileged user. */
+#define NOBODY 65534
 /* SIGKILL must end the cycle within this. */
 #define KILL_MS 1000
 
@@ -608,8 +610,14 @@ TEST_IMPL(locks_cycle_killed)
 		{ "policy=linux", 0, REGION_UNINTERRUPTIBLE, false, NULL },
 		{ "nointr", 0, REGION_UNINTERRUPTIBLE, false, NULL },
 		{ "intr", 0, REGION_UNINTERRUPTIBLE, false, NULL },
+		/* A user's region is killable, unless the mount opts in. */
+		{ "policy=region", NOBODY, REGION_KILLABLE, false, NULL },
+		{ "policy=region,caller_hold_max=60", NOBODY,
+		  REGION_UNINTERRUPTIBLE, false, NULL },
 		{ "policy=region", 0, REGION_UNINTERRUPTIBLE, true, NULL },
 		{ "policy=sigmask", 0, REGION_UNINTERRUPTIBLE, true, NULL },
+		{ "policy=region,caller_hold_max=60", NOBODY,
+		  REGION_UNINTERRUPTIBLE, true, NULL },
 		{ "policy=region", 0, REGION_UNINTERRUPTIBLE, false,
 		  "percall" },
 	};
