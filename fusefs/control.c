@@ -20,7 +20,8 @@
  *           by policy; deferral times), and per NFS procedure the
  *           fields of mountstats' per-op lines
  *   policy P  the policy of requests from now on (those in flight keep
- *           theirs): percall, region, sigmask, or linux as -o policy=
+ *           theirs, and the table and the log say how many there are):
+ *           percall, region, sigmask, or linux as -o policy=
  *   mode M  killable, intr or nointr for requests from now on
  *   watchdog N  the hung-task watchdog's threshold, seconds (0: off)
  *   trace on FILE | trace off  the event trace (trace.c), to a file the
@@ -519,11 +520,29 @@ static int watchdog_set(const char *arg, FILE *f, bool table)
 }
 
 /*
+ * The requests in flight now: a task's policy is set when it is made, so
+ * a new policy is not theirs.
+ */
+static unsigned in_flight(struct intrfs *fs)
+{
+	struct intr_watch *w = &fs->watch;
+	unsigned n = 0;
+
+	pthread_mutex_lock(&w->lock);
+	for (struct job *j = w->jobs; j; j = j->inext)
+		n++;
+	pthread_mutex_unlock(&w->lock);
+	return n;
+}
+
+/*
  * policy P, P one of the region API's policies or linux, as -o policy=
  * takes them: linux is percall with Linux's own waits, killable for the
  * NFS calls and their sends whatever the mode says, uninterruptible for
  * writes on their way.  Leaving it brings back the mode and the send's
- * mode it replaced.
+ * mode it replaced.  Requests in flight keep the policy they were made
+ * with (a fatal signal ends a lock wait under any, and a caller's region
+ * holds one no longer than callers_hold_ns()).
  */
 static int policy_set(struct intrfs *fs, const char *name, FILE *f, bool table)
 {
@@ -531,6 +550,7 @@ static int policy_set(struct intrfs *fs, const char *name, FILE *f, bool table)
 	bool linux_now = name && strcmp(name, "linux") == 0;
 	bool linux_was;
 	enum region_policy p = REGION_POLICY_PERCALL;
+	unsigned kept;
 	char was[16];
 
 	if (!name || (!linux_now && region_policy_parse(name, &p) < 0)) {
@@ -561,12 +581,18 @@ static int policy_set(struct intrfs *fs, const char *name, FILE *f, bool table)
 	atomic_store_explicit(&fs->req_policy, (unsigned)p,
 			      memory_order_relaxed);
 	atomic_store_explicit(&fs->req_linux, linux_now, memory_order_relaxed);
+	kept = in_flight(fs);
 	fprintf(stderr,
-		"intrfs: policy %s from now on (was %s), by intrfsctl\n",
-		control_policy_name(fs), was);
+		"intrfs: policy %s from now on (was %s), by intrfsctl; %u "
+		"request%s in flight keep%s\n",
+		control_policy_name(fs), was, kept, kept == 1 ? "" : "s",
+		kept == 1 ? "s its" : " theirs");
 	if (table)
-		fprintf(f, "policy %s from now on (was %s)\n",
-			control_policy_name(fs), was);
+		fprintf(f,
+			"policy %s from now on (was %s); %u request%s in "
+			"flight keep%s\n",
+			control_policy_name(fs), was, kept,
+			kept == 1 ? "" : "s", kept == 1 ? "s its" : " theirs");
 	else
 		fprintf(f, "{\"policy\":\"%s\",\"was\":\"%s\"}\n",
 			control_policy_name(fs), was);

@@ -671,8 +671,12 @@ TEST_IMPL(locks_cycle_killed)
 			for (unsigned k = 0; k < 2; k++)
 				ASSERT_EQ(kill(p[k].pid, SIGUSR1), 0);
 		}
-		if (rows[i].switch_to)
+		if (rows[i].switch_to) {
+			/* Not theirs: they keep the policy they began with. */
 			policy_switch(&a, rows[i].switch_to);
+			mnt_wait_log(&a, "2 requests in flight keep theirs",
+				     5000);
+		}
 		/* The cycle holds: nobody gets anywhere. */
 		for (unsigned k = 0; k < 2; k++) {
 			struct pollfd pf = { p[k].res, POLLIN, 0 };
