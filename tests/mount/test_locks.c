@@ -721,6 +721,59 @@ TEST_IMPL(locks_cycle_killed)
 }
 
 /*
+ * A LOCK on its way to a stalled server, inside an uninterruptible caller
+ * region, and SIGKILL: the region holds the signal for caller_hold_max=
+ * only, then the caller is answered EINTR and dies while the LOCK is still
+ * unanswered.  When the server comes back and grants it, the lock goes
+ * back: the dead process's close came before the grant and released
+ * nothing, so only the daemon can give it back.  The third client takes
+ * it after.
+ */
+TEST_IMPL(locks_held_grant_given_back)
+{
+	struct test_server s;
+	struct cycler p;
+	struct cycle_res r;
+	struct mnt a, c;
+	uint64_t t0;
+	unsigned ms;
+
+	srv_get(&s);
+	mnt_start(&a, &s, "caller_hold_max=1");
+	mnt_start_shared(&c, &a, &s, "");
+	write_file(mpath(&a, "g"), "x", 1);
+	write_file(mpath(&a, "f"), "x", 1);
+	/* It locks g, then, at the go byte, waits for f, which is free. */
+	cycler_start(&p, mpath(&a, "g"), mpath(&a, "f"), 0,
+		     REGION_UNINTERRUPTIBLE);
+	ASSERT_EQ(read(p.res, &r, sizeof(r)), (ssize_t)sizeof(r));
+	ASSERT_EQ(r.region, 0);
+	srv_stall(&s);
+	ASSERT_EQ(write(p.go, "g", 1), 1);
+	ASSERT_WITHIN(proc_in_fuse(p.pid), 10000);
+	test_sleep_ms(200);
+	t0 = region_now_ns();
+	ASSERT_EQ(kill(p.pid, SIGKILL), 0);
+	if (!proc_gone_within(p.pid, 4000)) {
+		srv_resume(&s);
+		TEST__FAIL(
+			"still there 4 s after SIGKILL, its LOCK unanswered");
+	}
+	ms = (unsigned)((region_now_ns() - t0) / 1000000);
+	fprintf(stderr, "# dead %u ms after SIGKILL, the server stalled\n", ms);
+	ASSERT_GE(ms, 700);
+	srv_resume(&s);
+	/* The grant for the dead caller goes back. */
+	ms = c_waits_for(&c, "f", 5000);
+	fprintf(stderr, "# C locked f %u ms after the server came back\n", ms);
+	close(p.res);
+	close(p.go);
+	mnt_stop(&c);
+	mnt_stop(&a);
+	return 0;
+}
+
+/*
  * local_lock= and nolock keep their kinds in this kernel: two clients do
  * not see each other's locks of that kind, and still see the other kind.
  */
