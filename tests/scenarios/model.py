@@ -407,6 +407,17 @@ def caller_outcome(cell: Cell) -> Outcome:
                f"({mode.value}), which is at least as strict: nothing "
                "changes")
     o = policy_outcome(cell._replace(mode=eff, caller=Caller.NONE))
+    if (caller is Caller.UNINTERRUPTIBLE and eff is not mode
+            and kind_of(cell.signal) is Kind.FATAL):
+        # The caller's region holds a fatal signal no longer than
+        # caller_hold_max= (default: the major timeout, 1.0 s here), then
+        # it is delivered as under killable; the exit's flush may be held
+        # as long again.
+        o.latency = Bounds(min(o.latency.lo or 0, 900) or None, 4000)
+        o.why = (f"{why}; {o.why}; but the caller's region holds the fatal "
+                 "signal no longer than caller_hold_max= (by default the "
+                 "major timeout, 1.0 s): the process dies by then")
+        return o
     if (caller is Caller.UNINTERRUPTIBLE and mode in (Mode.SOFT, Mode.SOFTERR)
             and kind_of(cell.signal) is Kind.FATAL):
         # Held until the call ends: the reply after a short hold or a
@@ -835,16 +846,12 @@ def lock_outcome(cell: Cell) -> Outcome:
                  "nlockmgr on this host)")
     elif kind is Kind.FATAL:
         o.result = ("killed",)
-        if held is Kind.FATAL:
-            o.latency = Bounds(500, 8000)
-            o.why = (f"nointr under {p}: the uninterruptible region holds "
-                     "even a fatal interrupt; the waiter is granted the lock "
-                     "at 1 s and dies then, and its death lets go of it")
-        else:
-            o.latency = Bounds(None, 1000)
-            o.why = ("a fatal interrupt ends the wait (its CANCEL is sent "
-                     "first, and the kernel waits for the answer); the "
-                     "process dies, holding nothing")
+        o.latency = Bounds(None, 1000)
+        o.why = ("a fatal interrupt ends the wait whatever region encloses "
+                 "it (nointr's too): a lock wait is not I/O in flight, "
+                 "nothing is half done when it ends; its CANCEL is sent "
+                 "first, and the kernel waits for the answer; the process "
+                 "dies, holding nothing")
     elif held is not Kind.NONE:
         o.result, o.elapsed = ("ok",), granted
         o.why = (f"{p}, {mode.value}: the request's region holds the handled "
@@ -872,6 +879,11 @@ def lock_outcome(cell: Cell) -> Outcome:
         # Measured: EINTR 1.0 s after the signal (the first reply, then
         # the CANCEL and UNLOCK behind netfault's late replies).
         if o.result == ("EINTR",):
+            o.latency = Bounds(None, 2500)
+        # nointr's region holds even a fatal signal while the LOCK is on
+        # the wire: it ends the wait that follows, once the late reply is
+        # in (measured: 1.0 s after the signal).
+        if o.result == ("killed",) and held is Kind.FATAL:
             o.latency = Bounds(None, 2500)
         o.why += ("; every LOCK reply is 0.8 s late, so the signal finds the "
                   "waiter in its first LOCK's reply wait (the mount's wait "

@@ -45,7 +45,7 @@ class Names(unittest.TestCase):
 class Lists(unittest.TestCase):
     def test_all(self):
         cells = list(model.all_cells())
-        self.assertEqual(len(cells), 13644)
+        self.assertEqual(len(cells), 13636)
         self.assertEqual(len(set(cells)), len(cells))
         self.assertTrue(all(model.is_cell(c) for c in cells))
 
