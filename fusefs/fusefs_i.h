@@ -851,11 +851,11 @@ void json_escape(char *out, size_t len, const char *s);
 /* trace.c: the event trace; trace_init() once, before the session */
 int trace_init(void);
 /*
- * The trace to path, a regular file not under mountpoint, opened without
- * following a symbolic link: 0, or -EINVAL (not absolute, not a regular
- * file), -ELOOP (a symbolic link), -EXDEV (on the mount), -errno.
+ * The trace to path, a regular file not under mountpoint, opened by
+ * safepath's rule (lib/safepath.h): 0, or -errno with msg saying why
+ * (-EINVAL not absolute, -EXDEV on the mount, safepath's refusals).
  */
-int trace_on(const char *path, const char *mountpoint);
+int trace_on(const char *path, const char *mountpoint, char *msg, size_t len);
 /*
  * The trace to fd (a caller opened it for writing; it stays the caller's),
  * a regular file not on the mount's device mount_dev: 0, or -EINVAL,

@@ -14,6 +14,7 @@
  * the region library, counters relaxed).
  */
 #include "fusefs_i.h"
+#include "safepath.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -81,6 +82,27 @@ static bool syslog_listens(void)
 }
 
 /*
+ * logfile=, opened before the mount by safepath's rule (the daemon may be
+ * root: no symbolic link anywhere on the path, no directory another user
+ * may change, a file in the invoking user's directory made as that user),
+ * so that a refusal fails the mount with its reason; -1: none.
+ */
+static int logfile_fd = -1;
+
+static int open_logfile(const char *path)
+{
+	char msg[SAFEPATH_MSG_MAX];
+
+	logfile_fd = safepath_open(path, O_WRONLY | O_CREAT | O_APPEND, 0644,
+				   msg, sizeof(msg));
+	if (logfile_fd < 0) {
+		fprintf(stderr, PROG ": logfile=%s\n", msg);
+		return -1;
+	}
+	return 0;
+}
+
+/*
  * Where the daemon's log lines go once it is in the background: logfile=,
  * else syslog, else (no syslog here: messages would be lost) the stderr it
  * was started with.
@@ -94,17 +116,10 @@ static int redirect_logs(const struct intrfs *fs)
 	dup2(null, 0);
 	dup2(null, 1);
 	close(null);
-	if (fs->o.logfile) {
-		/* The daemon may be root: never through a symbolic link. */
-		int fd = open(fs->o.logfile,
-			      O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC |
-				      O_NOFOLLOW,
-			      0644);
-
-		if (fd < 0)
-			return -errno;
-		dup2(fd, 2);
-		close(fd);
+	if (fs->o.logfile && logfile_fd >= 0) {
+		dup2(logfile_fd, 2);
+		close(logfile_fd);
+		logfile_fd = -1;
 	} else if (syslog_listens()) {
 		pthread_t th;
 		int p[2];
@@ -527,17 +542,21 @@ static int run(struct intrfs *fs, const struct cmdline *cl,
 	args = (struct fuse_args)FUSE_ARGS_INIT(fargc, fargv);
 
 	rc = trace_init();
-	if (rc == 0 && fs->o.trace)
-		rc = trace_on(fs->o.trace, fs->mountpoint);
 	if (rc) {
-		fprintf(stderr, PROG ": cannot write the trace to %s: %s\n",
-			fs->o.trace ? fs->o.trace : "/dev/null",
-			rc == -EXDEV  ? "it is on the mount point" :
-			rc == -EINVAL ? "not a regular file" :
-			rc == -ELOOP  ? "a symbolic link (name the file "
-					"itself)" :
-					strerror(-rc));
+		fprintf(stderr,
+			PROG ": cannot start the trace: /dev/null: %s\n",
+			strerror(-rc));
 		return rc;
+	}
+	if (fs->o.trace) {
+		char msg[SAFEPATH_MSG_MAX];
+
+		rc = trace_on(fs->o.trace, fs->mountpoint, msg, sizeof(msg));
+		if (rc) {
+			fprintf(stderr, PROG ": cannot write the trace to %s\n",
+				msg);
+			return rc;
+		}
 	}
 	nodes_init(fs);
 	unsure_init(fs);
@@ -718,6 +737,8 @@ int main(int argc, char **argv)
 	if (!fs.mountpoint)
 		fs.mountpoint = strdup(cl.mountpoint);
 	if (make_absolute(&fs.o.logfile) || make_absolute(&fs.o.trace))
+		return 2;
+	if (fs.o.logfile && !cl.foreground && open_logfile(fs.o.logfile))
 		return 2;
 
 	if (!cl.foreground)

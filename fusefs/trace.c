@@ -11,15 +11,17 @@
  * O_APPEND, which keeps lines whole.  So the file must be a regular file
  * off the mount (trace_on() and trace_on_fd() refuse the others): a line
  * written to the mount itself would be a request that begins a region,
- * whose line...  The file of -o trace= is opened here, never through a
- * symbolic link (the daemon may be root); the file of "intrfsctl trace on"
- * is opened by the one who asks, with their rights, and comes as a
- * descriptor.  That descriptor (slot) stays open for the daemon's life:
+ * whose line...  The file of -o trace= is opened here by safepath's rule
+ * (lib/safepath.h: the daemon may be root, so no symbolic link anywhere
+ * on the path and no directory another user may change); the file of
+ * "intrfsctl trace on" is opened by the one who asks, with their rights,
+ * and comes as a descriptor.  That descriptor (slot) stays open for the daemon's life:
  * switching the trace off points it at /dev/null with dup2(), so a hook
  * that is writing as it happens never writes to a descriptor that was
  * closed and reused.
  */
 #include "fusefs_i.h"
+#include "safepath.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -224,17 +226,18 @@ int trace_on_fd(int fd, dev_t mount_dev)
 	return trace_use(fd);
 }
 
-int trace_on(const char *path, const char *mountpoint)
+int trace_on(const char *path, const char *mountpoint, char *msg, size_t len)
 {
 	size_t ml = strlen(mountpoint);
 	char *dir, *slash, *real;
-	struct stat st;
 	int fd, rc = 0;
 
 	if (slot < 0)
 		return -ENODEV;
-	if (path[0] != '/')
+	if (path[0] != '/') {
+		snprintf(msg, len, "%s: not an absolute path", path);
 		return -EINVAL;
+	}
 	/*
 	 * Not on the mount itself: a region's trace line would be a write
 	 * to the mount, which begins a region...  The hooks write with locks
@@ -249,26 +252,28 @@ int trace_on(const char *path, const char *mountpoint)
 	else
 		*slash = '\0';
 	real = realpath(dir, NULL);
+	rc = real ? 0 : -errno;
+	if (!real)
+		snprintf(msg, len, "%s: %s: %s", path, dir, strerror(-rc));
 	free(dir);
 	if (!real)
-		return -errno;
+		return rc;
 	if (strncmp(real, mountpoint, ml) == 0 &&
-	    (real[ml] == '\0' || real[ml] == '/'))
+	    (real[ml] == '\0' || real[ml] == '/')) {
+		snprintf(msg, len, "%s: it is on the mount point", path);
 		rc = -EXDEV;
+	}
 	free(real);
 	if (rc)
 		return rc;
-	/* Never through a symbolic link: the daemon may be root. */
-	fd = open(path,
-		  O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NONBLOCK |
-			  O_NOCTTY | O_NOFOLLOW,
-		  0644);
+	/* The daemon may be root: safepath's walk and checks. */
+	fd = safepath_open(path, O_WRONLY | O_CREAT | O_APPEND | O_NONBLOCK,
+			   0644, msg, len);
 	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
-		rc = -EINVAL;
-	else
-		rc = trace_use(fd);
+		return fd;
+	rc = trace_use(fd);
+	if (rc)
+		snprintf(msg, len, "%s: %s", path, strerror(-rc));
 	close(fd);
 	return rc;
 }
