@@ -34,6 +34,7 @@
  */
 #include "ctl.h"
 #include "fusefs_i.h"
+#include "termesc.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -245,9 +246,11 @@ static void tasks_table(struct intrfs *fs, FILE *f)
 			"INTERRUPT");
 	for (size_t i = 0; i < n; i++) {
 		const struct task_info *ti = &v[i].ti;
-		char comm[64], wait[64], intr[64];
+		char comm[64], shown[4 * 64], wait[64], intr[64];
 
+		/* A caller names itself: escaped for the terminal. */
 		comm_of(v[i].pid, comm, sizeof(comm));
+		termesc(shown, sizeof(shown), comm, strlen(comm), 0);
 		if (ti->waiting)
 			snprintf(wait, sizeof(wait),
 				 "%s %s as %s %" PRIu64 "ms", ti->wait_what,
@@ -265,7 +268,7 @@ static void tasks_table(struct intrfs *fs, FILE *f)
 		else
 			snprintf(intr, sizeof(intr), "-");
 		fprintf(f, "%-10s %7d %-15s %6" PRIu64 "ms  %-34s %s\n",
-			ti->name, (int)v[i].pid, comm, v[i].age_ns / 1000000,
+			ti->name, (int)v[i].pid, shown, v[i].age_ns / 1000000,
 			wait, intr);
 		for (unsigned c = 0; c < v[i].ncalls; c++)
 			fprintf(f,
@@ -280,19 +283,23 @@ static void tasks_table(struct intrfs *fs, FILE *f)
 					"");
 		for (unsigned d = ti->depth; d-- > 0;) {
 			const struct region_site *rs = ti->stack[d].site;
+			char reason[4 * 200];
 
+			/* A caller's reason is the caller's text. */
+			termesc(reason, sizeof(reason), rs->reason,
+				strlen(rs->reason), 0);
 			if (caller_site(rs))
 				fprintf(f,
 					"    %s region \"%s\" of the caller, "
 					"thread %d (%s), %" PRIu64 " ms\n",
-					region_kind_name(rs->kind), rs->reason,
+					region_kind_name(rs->kind), reason,
 					(int)v[i].pid, rs->func,
 					ti->stack[d].age_ms);
 			else
 				fprintf(f,
 					"    %s region \"%s\" at %s:%d (%s), "
 					"%" PRIu64 " ms\n",
-					region_kind_name(rs->kind), rs->reason,
+					region_kind_name(rs->kind), reason,
 					rs->file, rs->line, rs->func,
 					ti->stack[d].age_ms);
 		}

@@ -9,6 +9,8 @@
  */
 #include "ctl.h"
 #include "intrfs/netclient.h"
+#include "safepath.h"
+#include "termesc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -77,10 +79,12 @@ static void usage(FILE *f)
 		"               deferred, delivered; retransmit, major timeout,\n"
 		"               reset, reply (also -o trace=FILE at mount).  FILE "
 		"is\n"
-		"               opened here, with your rights, and sent to the "
-		"daemon:\n"
-		"               a regular file, not a symbolic link, not on the "
-		"mount\n"
+		"               opened here and sent to the daemon: a regular "
+		"file,\n"
+		"               not on the mount, never through a symbolic "
+		"link; by\n"
+		"               root for a user's mount, with that user's "
+		"rights only\n"
 		"\n"
 		"Only root and the user who mounted may ask.  Exit status: 0 "
 		"answered,\n"
@@ -216,26 +220,25 @@ static int reach(const struct ctl_mount *m, const char *path)
 }
 
 /*
- * The trace file, opened here with the caller's rights and sent to the
- * daemon as a descriptor: never through a symbolic link, only a regular
- * file, and not on the mount m (each line would be a request to trace).
- * A relative name is the caller's.  Returns the descriptor, or -1 with the
- * message printed.
+ * The trace file, opened here and sent to the daemon as a descriptor: a
+ * regular file, never through a symbolic link, and not on the mount m
+ * (each line would be a request to trace).  Whose rights open it is the
+ * point.  A descriptor root opened never goes to a daemon of another uid:
+ * whatever listens on a user's socket is the user's (a fake daemon has
+ * the same credentials as the real one), so root asking the daemon of uid
+ * U has the file opened by a child that took U's uid and groups (the
+ * peer's, SO_PEERGROUPS), with U's rights alone.  Asking root's daemon,
+ * root opens it by safepath's rule (safepath.h).  A relative name is the
+ * caller's.  Returns the descriptor, or -1 with the message printed.
  */
-static int open_trace(const char *file, const struct ctl_mount *m)
+static int open_trace(const char *file, const struct ctl_mount *m, int sock)
 {
-	char dir[PATH_MAX], *slash;
+	const int flags = O_WRONLY | O_CREAT | O_APPEND | O_NONBLOCK;
+	char dir[PATH_MAX], *slash, msg[SAFEPATH_MSG_MAX];
+	struct safepath_user peer;
 	struct statx stx;
-	struct stat st;
-	int fd;
+	int fd, rc;
 
-	if (lstat(file, &st) == 0 && S_ISLNK(st.st_mode)) {
-		fprintf(stderr,
-			PROG ": %s is a symbolic link: refused (name the file "
-			     "itself)\n",
-			file);
-		return -1;
-	}
 	/* The directory it is in, asked without waiting on a mount. */
 	snprintf(dir, sizeof(dir), "%s", file);
 	slash = strrchr(dir, '/');
@@ -253,21 +256,22 @@ static int open_trace(const char *file, const struct ctl_mount *m)
 			file);
 		return -1;
 	}
-	fd = open(file,
-		  O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_NONBLOCK |
-			  O_NOCTTY | O_CLOEXEC,
-		  0644);
-	if (fd < 0) {
-		fprintf(stderr, PROG ": %s: %s\n", file,
-			errno == ELOOP ? "a symbolic link: refused (name the "
-					 "file itself)" :
-			errno == ENXIO ? "not a regular file" :
-					 strerror(errno));
-		return -1;
+	if (geteuid() != 0) {
+		fd = safepath_open(file, flags, 0644, msg, sizeof(msg));
+	} else {
+		rc = safepath_peer(sock, &peer);
+		if (rc) {
+			fprintf(stderr, PROG ": the daemon's credentials: %s\n",
+				strerror(-rc));
+			return -1;
+		}
+		fd = peer.uid == 0 ? safepath_open(file, flags, 0644, msg,
+						   sizeof(msg)) :
+				     safepath_open_as(&peer, file, flags, 0644,
+						      msg, sizeof(msg));
 	}
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		fprintf(stderr, PROG ": %s: not a regular file\n", file);
-		close(fd);
+	if (fd < 0) {
+		fprintf(stderr, PROG ": %s\n", msg);
 		return -1;
 	}
 	return fd;
@@ -386,14 +390,16 @@ int main(int argc, char **argv)
 	}
 	if (find_mount(mnt, &m))
 		return 2;
-	if (trace_file) {
-		tfd = open_trace(trace_file, &m);
-		if (tfd < 0)
-			return 1;
-	}
 	fd = reach(&m, mnt);
 	if (fd < 0)
 		return 2;
+	if (trace_file) {
+		tfd = open_trace(trace_file, &m, fd);
+		if (tfd < 0) {
+			close(fd);
+			return 1;
+		}
+	}
 	n = snprintf(req, sizeof(req), "%s%s%s%s%s%s\n", cmd, arg ? " " : "",
 		     arg ? arg : "", arg2 ? " " : "", arg2 ? arg2 : "",
 		     table ? " table" : "");
@@ -431,14 +437,22 @@ int main(int argc, char **argv)
 	if (!buf)
 		return 1;
 	buf[got] = '\0';
-	if (strncmp(buf, "ok\n", 3) == 0) {
-		fputs(buf + 3, stdout);
+	/*
+	 * What the daemon sent reaches a terminal escaped: the daemon is
+	 * the user's when the mount is (and may be a fake one), and a
+	 * caller's command name or region reason is the caller's text.
+	 */
+	if (got >= 3 && strncmp(buf, "ok\n", 3) == 0) {
+		termesc_fwrite(stdout, buf + 3, got - 3, TERMESC_LINES);
 		return 0;
 	}
-	if (strncmp(buf, "error\n", 6) == 0) {
-		fprintf(stderr, PROG ": %s", buf + 6);
+	if (got >= 6 && strncmp(buf, "error\n", 6) == 0) {
+		fputs(PROG ": ", stderr);
+		termesc_fwrite(stderr, buf + 6, got - 6, TERMESC_LINES);
 		return 1;
 	}
-	fprintf(stderr, PROG ": the daemon's answer is not one: %.80s\n", buf);
+	fputs(PROG ": the daemon's answer is not one: ", stderr);
+	termesc_fwrite(stderr, buf, got < 80 ? got : 80, 0);
+	fputc('\n', stderr);
 	return 1;
 }
