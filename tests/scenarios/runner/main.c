@@ -2,6 +2,7 @@
  * intrfs-scenario: runs scenario files (tests/scenarios/README.md)
  * against real intrfs mounts of a real server, through netfault.
  */
+#include "safepath.h"
 #include "scenario.h"
 
 #include <errno.h>
@@ -58,7 +59,10 @@ static const char usage_text[] =
 	"pauses and restarts the server, and loads nftables rules.  Its files\n"
 	"(netfault's socket and logs, mount points, overlay layers) are in a\n"
 	"directory of its own, $TMPDIR/intrfs-scn.XXXXXX (else /tmp), made 0700\n"
-	"and removed at the end; --json FILE is never opened through a symlink.\n";
+	"and removed at the end.  --json FILE: no symbolic link anywhere on its\n"
+	"path, every directory root's or the invoking user's (SUDO_UID) and\n"
+	"writable by nobody else unless sticky; in that user's own directory it\n"
+	"is written as that user.\n";
 
 static void on_stop(int sig)
 {
@@ -249,16 +253,24 @@ int main(int argc, char **argv)
 	if (json_path && strcmp(json_path, "-") == 0) {
 		json = stdout;
 	} else if (json_path) {
-		/* Root appends here: never through a symbolic link. */
-		int fd = open(json_path,
-			      O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW |
-				      O_CLOEXEC,
-			      0644);
+		/*
+		 * Root appends here: safepath's walk and checks (no link
+		 * anywhere on the path; in the invoking user's directory,
+		 * as that user).
+		 */
+		char msg[SAFEPATH_MSG_MAX];
+		int fd = safepath_open(json_path, O_WRONLY | O_CREAT | O_APPEND,
+				       0644, msg, sizeof(msg));
 
-		json = fd >= 0 ? fdopen(fd, "a") : NULL;
+		if (fd < 0) {
+			fprintf(stderr, "intrfs-scenario: --json %s\n", msg);
+			return 2;
+		}
+		json = fdopen(fd, "a");
 		if (!json) {
 			fprintf(stderr, "intrfs-scenario: %s: %s\n", json_path,
 				strerror(errno));
+			close(fd);
 			return 2;
 		}
 	}
