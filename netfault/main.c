@@ -6,6 +6,7 @@
  * runs.  A bad option or rule exits 2 before anything listens.
  */
 #include "netfault_i.h"
+#include "safepath.h"
 
 #include <uv.h>
 
@@ -51,8 +52,10 @@ static const char usage_text[] =
 	"        Serve the control socket at PATH (mode 0600) for\n"
 	"        netfault-ctl: add, clear, list, stats, events.\n"
 	"    -o, --log FILE\n"
-	"        Append the log of faults to FILE instead of stderr (never\n"
-	"        through a symbolic link).\n"
+	"        Append the log of faults to FILE instead of stderr; as root\n"
+	"        never through a symbolic link anywhere on its path, every\n"
+	"        directory root's or the invoking user's and writable by\n"
+	"        nobody else unless sticky.\n"
 	"    -s, --seed N\n"
 	"        The seed of every rule that draws random numbers (prob=, a\n"
 	"        delay's jitter) and gives no seed= of its own.\n"
@@ -269,14 +272,17 @@ int main(int argc, char **argv)
 		}
 	}
 	if (log_path) {
-		/* It may run as root: never through a symbolic link. */
-		log_fd = open(log_path,
-			      O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC |
-				      O_NOFOLLOW,
-			      0644);
+		/*
+		 * It may run as root: safepath's walk and checks (no link
+		 * anywhere on the path; in the invoking user's directory,
+		 * as that user).
+		 */
+		char msg[SAFEPATH_MSG_MAX];
+
+		log_fd = safepath_open(log_path, O_WRONLY | O_CREAT | O_APPEND,
+				       0644, msg, sizeof(msg));
 		if (log_fd < 0) {
-			fprintf(stderr, "netfault: %s: %s\n", log_path,
-				strerror(errno));
+			fprintf(stderr, "netfault: --log %s\n", msg);
 			status = 1;
 			goto out_free;
 		}
