@@ -779,66 +779,441 @@ static const char *copy_exec(const char *src, const char *dir, const char *name,
 	return out;
 }
 
-TEST_IMPL(ctl_user_mount)
-{
+/*
+ * A mount of uid USER_UID's, as fusermount makes one: its directory, the
+ * runtime directory a login session would have made, the binaries copied
+ * where the user may run them, and its control socket.
+ */
+struct user_mount {
+	char dir[64], mnt[96], run[64], ctl_dir[96], sock[108];
 	char bin_daemon[128], bin_ctl[128];
-	static char out[65536];
-	char dir[] = "/tmp/intrfs-test-ctl.XXXXXX", mnt[64], run[64];
-	char ctl_dir[96], sock[108];
 	bool made_run_user, made_run;
-	struct test_server s;
+	struct mnt m;
+};
+
+static void user_mount_up(struct user_mount *um, const struct test_server *s)
+{
 	struct stat st;
-	struct mnt u;
+
+	memset(um, 0, sizeof(*um));
+	snprintf(um->dir, sizeof(um->dir), "/tmp/intrfs-test-ctl.XXXXXX");
+	ASSERT_NOT_NULL(mkdtemp(um->dir));
+	ASSERT_EQ(chmod(um->dir, 0755), 0);
+	snprintf(um->mnt, sizeof(um->mnt), "%s/mnt", um->dir);
+	ASSERT_EQ(mkdir(um->mnt, 0755), 0);
+	ASSERT_EQ(chown(um->mnt, USER_UID, USER_GID), 0);
+	um->made_run_user = mkdir("/run/user", 0755) == 0;
+	snprintf(um->run, sizeof(um->run), "/run/user/%u", USER_UID);
+	um->made_run = mkdir(um->run, 0700) == 0;
+	if (um->made_run)
+		ASSERT_EQ(chown(um->run, USER_UID, USER_GID), 0);
+	snprintf(um->ctl_dir, sizeof(um->ctl_dir), "%s/intrfs-ctl", um->run);
+	daemon_bin = copy_exec(intrfs_bin(), um->dir, "intrfs", um->bin_daemon,
+			       sizeof(um->bin_daemon));
+	ctl_bin = copy_exec(INTRFSCTL_BIN, um->dir, "intrfsctl", um->bin_ctl,
+			    sizeof(um->bin_ctl));
+	mnt_spawn_as(&um->m, um->mnt, s, um->dir, USER_UID);
+	ASSERT_WITHIN(ctl_socket_of(um->ctl_dir, um->m.pid, um->sock,
+				    sizeof(um->sock)),
+		      5000);
+	lstat_ok(um->sock, &st);
+	ASSERT_EQ(st.st_uid, USER_UID);
+}
+
+static void user_mount_down(struct user_mount *um)
+{
 	int status;
 
-	srv_get(&s);
-	ASSERT_NOT_NULL(mkdtemp(dir));
-	ASSERT_EQ(chmod(dir, 0755), 0);
-	snprintf(mnt, sizeof(mnt), "%s/mnt", dir);
-	ASSERT_EQ(mkdir(mnt, 0755), 0);
-	ASSERT_EQ(chown(mnt, USER_UID, USER_GID), 0);
-	/* The runtime directory a login session would have made. */
-	made_run_user = mkdir("/run/user", 0755) == 0;
-	snprintf(run, sizeof(run), "/run/user/%u", USER_UID);
-	made_run = mkdir(run, 0700) == 0;
-	if (made_run)
-		ASSERT_EQ(chown(run, USER_UID, USER_GID), 0);
-	snprintf(ctl_dir, sizeof(ctl_dir), "%s/intrfs-ctl", run);
-	daemon_bin = copy_exec(intrfs_bin(), dir, "intrfs", bin_daemon,
-			       sizeof(bin_daemon));
-	ctl_bin = copy_exec(INTRFSCTL_BIN, dir, "intrfsctl", bin_ctl,
-			    sizeof(bin_ctl));
+	ASSERT_EQ(umount2(um->mnt, 0), 0);
+	ASSERT_EQ(waitpid(um->m.pid, &status, 0), um->m.pid);
+	rmdir(um->ctl_dir);
+	if (um->made_run)
+		rmdir(um->run);
+	if (um->made_run_user)
+		rmdir("/run/user");
+	unlink(um->m.log);
+	unlink(um->bin_daemon);
+	unlink(um->bin_ctl);
+	daemon_bin = NULL;
+	ctl_bin = INTRFSCTL_BIN;
+	rmdir(um->mnt);
+}
 
-	mnt_spawn_as(&u, mnt, &s, dir, USER_UID);
-	ASSERT_WITHIN(ctl_socket_of(ctl_dir, u.pid, sock, sizeof(sock)), 5000);
-	lstat_ok(sock, &st);
-	ASSERT_EQ(st.st_uid, USER_UID);
+TEST_IMPL(ctl_user_mount)
+{
+	static char out[65536];
+	struct user_mount um;
+	struct test_server s;
+	struct stat st;
+
+	srv_get(&s);
+	user_mount_up(&um, &s);
 	ASSERT_EQ(ctl_run(out, sizeof(out),
-			  (const char *const[]){ mnt, "stats", NULL }, 0, 30000,
-			  NULL),
-		  0);
-	ASSERT_CONTAINS(out, "\"transport\":{");
-	ASSERT_EQ(ctl_run(out, sizeof(out),
-			  (const char *const[]){ mnt, "stats", NULL }, USER_UID,
+			  (const char *const[]){ um.mnt, "stats", NULL }, 0,
 			  30000, NULL),
 		  0);
 	ASSERT_CONTAINS(out, "\"transport\":{");
-
-	ASSERT_EQ(umount2(mnt, 0), 0);
-	ASSERT_EQ(waitpid(u.pid, &status, 0), u.pid);
-	ASSERT_EQ(lstat(sock, &st), -1);
+	ASSERT_EQ(ctl_run(out, sizeof(out),
+			  (const char *const[]){ um.mnt, "stats", NULL },
+			  USER_UID, 30000, NULL),
+		  0);
+	ASSERT_CONTAINS(out, "\"transport\":{");
+	user_mount_down(&um);
+	ASSERT_EQ(lstat(um.sock, &st), -1);
 	ASSERT_EQ(errno, ENOENT);
-	rmdir(ctl_dir);
-	if (made_run)
-		rmdir(run);
-	if (made_run_user)
-		rmdir("/run/user");
-	unlink(u.log);
-	unlink(bin_daemon);
-	unlink(bin_ctl);
-	daemon_bin = NULL;
-	ctl_bin = INTRFSCTL_BIN;
+	rmdir(um.dir);
+	return 0;
+}
+
+/*
+ * A daemon of the user's own making, as uid USER_UID: it takes over the
+ * control socket sock (the user owns its directory), answers nconn
+ * connections with answer, and writes "pwned" into any descriptor that
+ * comes with a request.  It says on report, one byte a connection, 'F'
+ * when a descriptor came and '-' when none did.  Its pid.
+ */
+static pid_t fake_daemon(const char *sock, const char *answer, int nconn,
+			 int report)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	int ready[2], lfd;
+	char c;
+	pid_t pid;
+
+	ASSERT_EQ(pipe(ready), 0);
+	fflush(NULL);
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid > 0) {
+		close(ready[1]);
+		ASSERT_EQ(read(ready[0], &c, 1), 1);
+		close(ready[0]);
+		return pid;
+	}
+	close(ready[0]);
+	signal(SIGPIPE, SIG_IGN);
+	if (setgroups(0, NULL) < 0 || setgid(USER_GID) < 0 ||
+	    setuid(USER_UID) < 0)
+		_exit(126);
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", sock);
+	unlink(sock);
+	lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+	if (lfd < 0 || bind(lfd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+	    listen(lfd, 4) < 0)
+		_exit(125);
+	(void)!write(ready[1], "r", 1);
+	for (int i = 0; i < nconn; i++) {
+		union {
+			struct cmsghdr h;
+			char buf[CMSG_SPACE(sizeof(int))];
+		} u;
+		char line[512];
+		struct iovec iov = { line, sizeof(line) };
+		struct msghdr mh = { .msg_iov = &iov,
+				     .msg_iovlen = 1,
+				     .msg_control = u.buf,
+				     .msg_controllen = sizeof(u.buf) };
+		struct cmsghdr *h;
+		int cfd = accept(lfd, NULL, NULL), fd = -1;
+
+		if (cfd < 0)
+			_exit(124);
+		if (recvmsg(cfd, &mh, 0) >= 0 && (h = CMSG_FIRSTHDR(&mh)) &&
+		    h->cmsg_type == SCM_RIGHTS)
+			memcpy(&fd, CMSG_DATA(h), sizeof(int));
+		if (fd >= 0)
+			(void)!write(fd, "pwned\n", 6);
+		(void)!write(report, fd >= 0 ? "F" : "-", 1);
+		(void)!write(cfd, answer, strlen(answer));
+		close(cfd);
+	}
+	_exit(0);
+}
+
+/* A directory only root may enter, holding root's 0600 file secret. */
+static void make_vault(const char *dir, char *vault, size_t vlen, char *file,
+		       size_t flen, const char *secret)
+{
+	snprintf(vault, vlen, "%s/vault", dir);
+	ASSERT_EQ(mkdir(vault, 0700), 0);
+	snprintf(file, flen, "%s/secret", vault);
+	write_file(file, secret, strlen(secret));
+	ASSERT_EQ(chmod(file, 0600), 0);
+}
+
+static const char vault_secret[] = "root's file\n";
+
+/* 0 when path is there, else 1 (as_user()'s function). */
+static int user_access(const char *path)
+{
+	return access(path, F_OK) == 0 ? 0 : 1;
+}
+
+/*
+ * Root asks a user's mount for a trace: the file is opened with the
+ * user's rights only, so the genuine daemon gets a file made as the user,
+ * and a file only root may write is refused, naming it.
+ */
+TEST_IMPL(ctl_root_traces_as_user)
+{
+	static char out[65536];
+	char vault[128], secret[160], pub[128], path[192];
+	struct user_mount um;
+	struct test_server s;
+	struct stat st;
+	char *text;
+
+	srv_get(&s);
+	user_mount_up(&um, &s);
+	make_vault(um.dir, vault, sizeof(vault), secret, sizeof(secret),
+		   vault_secret);
+	snprintf(pub, sizeof(pub), "%s/pub", um.dir);
+	ASSERT_EQ(mkdir(pub, 01777), 0);
+	ASSERT_EQ(chmod(pub, 01777), 0);
+
+	snprintf(path, sizeof(path), "%s/t.json", pub);
+	ASSERT_EQ(
+		ctl(out, sizeof(out),
+		    (const char *const[]){ um.mnt, "trace", "on", path, NULL }),
+		0);
+	lstat_ok(path, &st);
+	ASSERT_EQ(st.st_uid, USER_UID);
+	/* A LOOKUP to trace: the user's (root may not look in). */
+	ASSERT_EQ(as_user(USER_UID, USER_GID, NULL, 0, user_access,
+			  mpath(&um.m, "traced")),
+		  1);
+	ASSERT_EQ(ctl(out, sizeof(out),
+		      (const char *const[]){ um.mnt, "trace", "off", NULL }),
+		  0);
+	ASSERT_GT(read_file(path, &text), 0);
+	ASSERT_CONTAINS(text, "\"proc\":\"LOOKUP\"");
+	free(text);
+	ASSERT_EQ(ctl(out, sizeof(out),
+		      (const char *const[]){ um.mnt, "trace", "on", secret,
+					     NULL }),
+		  1);
+	ASSERT_CONTAINS(out, secret);
+	ASSERT_CONTAINS(out, "Permission denied (as uid 1000)");
+	assert_same_bytes(secret, vault_secret, strlen(vault_secret));
+
+	user_mount_down(&um);
+	unlink(secret);
+	rmdir(vault);
+	unlink(path);
+	rmdir(pub);
+	rmdir(um.dir);
+	return 0;
+}
+
+/*
+ * A daemon of the user's own making takes over the control socket of the
+ * user's mount (the user owns its directory), and root asks it: what it
+ * answers (ESC ]0; to retitle root's terminal) reaches root's terminal
+ * escaped, and for "trace on" it gets no descriptor of root's, so root's
+ * 0600 file keeps its bytes and the refusal names it.
+ */
+TEST_IMPL(ctl_root_lends_no_descriptor)
+{
+	static const char evil[] = "ok\n\x1b]0;pwned\x07{\"a\":1}\n";
+	static char out[65536];
+	char vault[128], secret[160], got[8];
+	struct user_mount um;
+	struct test_server s;
+	int rep[2], status;
+	ssize_t n;
+	pid_t fake;
+
+	srv_get(&s);
+	user_mount_up(&um, &s);
+	make_vault(um.dir, vault, sizeof(vault), secret, sizeof(secret),
+		   vault_secret);
+	ASSERT_EQ(pipe(rep), 0);
+	fake = fake_daemon(um.sock, evil, 2, rep[1]);
+	close(rep[1]);
+
+	ASSERT_EQ(ctl(out, sizeof(out),
+		      (const char *const[]){ um.mnt, "stats", NULL }),
+		  0);
+	ASSERT_NULL(strchr(out, '\x1b'));
+	ASSERT_NULL(strchr(out, '\x07'));
+	ASSERT_CONTAINS(out, "\\x1b]0;pwned\\x07{\"a\":1}\n");
+	ASSERT_NE(ctl(out, sizeof(out),
+		      (const char *const[]){ um.mnt, "trace", "on", secret,
+					     NULL }),
+		  0);
+	ASSERT_CONTAINS(out, secret);
+	assert_same_bytes(secret, vault_secret, strlen(vault_secret));
+	ASSERT_EQ(waitpid(fake, &status, 0), fake);
+	ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	n = read(rep[0], got, sizeof(got) - 1);
+	close(rep[0]);
+	ASSERT_EQ(n, 2);
+	got[n] = '\0';
+	ASSERT_STR_EQ(got, "--");
+
+	user_mount_down(&um);
+	unlink(secret);
+	rmdir(vault);
+	rmdir(um.dir);
+	return 0;
+}
+
+/*
+ * A reader of 64 KiB of m's file f (O_DIRECT) that named itself title (its
+ * comm), whose READ the stalled server s holds: its pid.
+ */
+static pid_t titled_reader(const struct mnt *m, const struct test_server *s,
+			   const char *title)
+{
+	int ready[2], go[2];
+	uint64_t unread;
+	struct probe p;
+	char c = 0;
+	pid_t pid;
+
+	ASSERT_EQ(pipe(ready), 0);
+	ASSERT_EQ(pipe(go), 0);
+	fflush(NULL);
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		void *buf;
+		int fd;
+
+		if (posix_memalign(&buf, 4096, 65536) != 0 ||
+		    prctl(PR_SET_NAME, title) < 0)
+			_exit(126);
+		fd = open(mpath(m, "f"), O_RDONLY | O_DIRECT);
+		if (fd < 0 || write(ready[1], "r", 1) != 1 ||
+		    read(go[0], &c, 1) != 1)
+			_exit(125);
+		_exit(read(fd, buf, 65536) == 65536 ? 0 : 1);
+	}
+	close(ready[1]);
+	close(go[0]);
+	ASSERT_EQ(read(ready[0], &c, 1), 1);
+	close(ready[0]);
+	srv_stall(s);
+	unread = srv_unread(s);
+	ASSERT_EQ(write(go[1], "g", 1), 1);
+	close(go[1]);
+	memset(&p, 0, sizeof(p));
+	p.pid = pid;
+	probe_wait_blocked(&p);
+	srv_wait_call(s, unread);
+	return pid;
+}
+
+/*
+ * A caller whose command name is an escape sequence (ESC ]0; sets a
+ * terminal's title) is shown escaped in intrfsctl's tasks table, by the
+ * daemon and by intrfsctl: no control character reaches the terminal.
+ */
+TEST_IMPL(ctl_table_escapes_callers)
+{
+	static char out[65536];
+	struct test_server s;
+	struct mnt m;
+	int status;
+	pid_t pid;
+
+	srv_get(&s);
+	mnt_start(&m, &s, "");
+	put_file(&m, 65536);
+	pid = titled_reader(&m, &s,
+			    "\x1b]0;own\x07\x9b"
+			    "2J");
+	for (int i = 0; i < 250; i++) {
+		ASSERT_EQ(ctl(out, sizeof(out),
+			      (const char *const[]){ m.dir, "tasks", "--table",
+						     NULL }),
+			  0);
+		if (strstr(out, "own"))
+			break;
+		test_sleep_ms(20);
+	}
+	srv_resume(&s);
+	ASSERT_EQ(waitpid(pid, &status, 0), pid);
+	ASSERT_CONTAINS(out, "\\x1b]0;own\\x07\\x9b2J");
+	for (const char *c = out; *c; c++)
+		if (*c != '\n' && (unsigned char)*c < 0x20)
+			TEST__FAIL("a control character (0x%02x) in:\n%s",
+				   (unsigned)(unsigned char)*c, out);
+	ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	mnt_stop(&m);
+	return 0;
+}
+
+/*
+ * The daemon's own files, -o trace= and -o logfile=, never through a
+ * symbolic link in the middle of the path (towards a directory only root
+ * may enter): the mount is refused naming the path and the link, and
+ * nothing is made behind the link.
+ */
+TEST_IMPL(ctl_daemon_files_no_link)
+{
+	char dir[] = "/tmp/intrfs-test-ctl.XXXXXX", vault[128], secret[160];
+	char link[128], path[192], opts[256], mnt[64], src[600];
+	static char buf[16384];
+	struct test_server s;
+	struct stat st;
+	struct mnt m;
+	int p[2], rc, status;
+	size_t got = 0;
+	pid_t pid;
+
+	srv_get(&s);
+	ASSERT_NOT_NULL(mkdtemp(dir));
+	make_vault(dir, vault, sizeof(vault), secret, sizeof(secret),
+		   vault_secret);
+	snprintf(link, sizeof(link), "%s/ldir", dir);
+	ASSERT_EQ(symlink(vault, link), 0);
+
+	snprintf(opts, sizeof(opts), "trace=%s/t.json", link);
+	rc = mnt_start_fails(&m, &s, opts, buf, sizeof(buf));
+	ASSERT_NE(rc, 0);
+	ASSERT_CONTAINS(buf, link);
+	ASSERT_CONTAINS(buf, "is a symbolic link");
+	snprintf(path, sizeof(path), "%s/t.json", vault);
+	ASSERT_EQ(lstat(path, &st), -1);
+
+	/* logfile= is the background daemon's: no -f. */
+	snprintf(mnt, sizeof(mnt), "%s/mnt", dir);
+	ASSERT_EQ(mkdir(mnt, 0755), 0);
+	snprintf(src, sizeof(src), "%s:%s", s.server, s.export_dir);
+	snprintf(opts, sizeof(opts), "port=%u,mountport=%u,logfile=%s/log",
+		 s.nfs_port, s.mount_port, link);
+	ASSERT_EQ(pipe2(p, O_CLOEXEC), 0);
+	fflush(NULL);
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		dup2(p[1], 2);
+		execl(intrfs_bin(), "intrfs", src, mnt, "-o", opts,
+		      (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	for (ssize_t r; got + 1 < sizeof(buf) &&
+			(r = read(p[0], buf + got, sizeof(buf) - 1 - got)) > 0;)
+		got += (size_t)r;
+	buf[got] = '\0';
+	close(p[0]);
+	ASSERT_EQ(waitpid(pid, &status, 0), pid);
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		umount2(mnt, MNT_DETACH);
+	snprintf(path, sizeof(path), "%s/log", vault);
+	rc = lstat(path, &st);
+	ASSERT_EQ(rc, -1);
+	ASSERT(WIFEXITED(status) && WEXITSTATUS(status) != 0);
+	ASSERT_CONTAINS(buf, link);
+	ASSERT_CONTAINS(buf, "is a symbolic link");
+	assert_same_bytes(secret, vault_secret, strlen(vault_secret));
+
 	rmdir(mnt);
+	unlink(link);
+	unlink(secret);
+	rmdir(vault);
 	rmdir(dir);
 	return 0;
 }
@@ -874,6 +1249,7 @@ TEST_IMPL(ctl_trace_no_symlink)
 	static char out[4096];
 	char dir[] = "/tmp/intrfs-test-ctl.XXXXXX", victim[64], link[64];
 	char fifo[64], rel[64], raw[64], sock[108], line[160], *got;
+	char vault[128], vsecret[160], ldir[128], lfile[192];
 	struct test_server s;
 	struct stat st;
 	struct mnt m;
@@ -906,6 +1282,20 @@ TEST_IMPL(ctl_trace_no_symlink)
 		    (const char *const[]){ m.dir, "trace", "on", fifo, NULL }),
 		0);
 	ASSERT_CONTAINS(out, "not a regular file");
+	/* A link to a root-only directory in the middle: refused too. */
+	make_vault(dir, vault, sizeof(vault), vsecret, sizeof(vsecret),
+		   vault_secret);
+	snprintf(ldir, sizeof(ldir), "%s/ldir", dir);
+	ASSERT_EQ(symlink(vault, ldir), 0);
+	snprintf(lfile, sizeof(lfile), "%s/t.json", ldir);
+	ASSERT_EQ(
+		ctl(out, sizeof(out),
+		    (const char *const[]){ m.dir, "trace", "on", lfile, NULL }),
+		1);
+	ASSERT_CONTAINS(out, ldir);
+	ASSERT_CONTAINS(out, "is a symbolic link");
+	snprintf(lfile, sizeof(lfile), "%s/t.json", vault);
+	ASSERT_EQ(lstat(lfile, &st), -1);
 	/* Whatever the refusals did, nothing reached root's file. */
 	ASSERT_EQ(access(mpath(&m, "nothing-here"), F_OK), -1);
 	assert_same_bytes(victim, secret, sizeof(secret) - 1);
@@ -937,6 +1327,9 @@ TEST_IMPL(ctl_trace_no_symlink)
 	unlink(fifo);
 	unlink(link);
 	unlink(victim);
+	unlink(ldir);
+	unlink(vsecret);
+	rmdir(vault);
 	rmdir(dir);
 	return 0;
 }

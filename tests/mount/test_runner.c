@@ -2,7 +2,7 @@
  * The scenario runner (tests/scenarios/runner/), run as root as the demo,
  * the oracle and tests/run run it: its files are in a directory of its
  * own, so links planted at the names it once used in /tmp, and one given
- * as its JSON file, are never written through; a rig that fails before
+ * as its JSON file or in the middle of its path, are never written through; a rig that fails before
  * time 0 is reported as a scenario that could not run, not as a process
  * killed after the seconds since boot; the copyup workload copies whole
  * into local upper directories and into ones on the mount; expect call=
@@ -244,7 +244,7 @@ TEST_IMPL(runner_never_follows_planted_links)
 {
 	static char out[16384];
 	char dir[] = "/tmp/intrfs-test-scn.XXXXXX", tmp[64], file[64];
-	char json[64];
+	char json[64], vault[64], ldir[64], mid[96];
 	struct test_server s;
 	struct stat st;
 	DIR *d;
@@ -289,6 +289,22 @@ TEST_IMPL(runner_never_follows_planted_links)
 	ASSERT_EQ(symlink(victim, json), 0);
 	ASSERT_EQ(scn_run(&s, file, tmp, json, NULL, out, sizeof(out)), 2);
 	assert_same_bytes(victim, secret, sizeof(secret) - 1);
+	/*
+	 * A link in the middle of its path, towards a directory only root
+	 * may enter: refused, naming the link; nothing made behind it.
+	 */
+	snprintf(vault, sizeof(vault), "%s/vault", dir);
+	ASSERT_EQ(mkdir(vault, 0700), 0);
+	snprintf(ldir, sizeof(ldir), "%s/ldir", dir);
+	ASSERT_EQ(symlink(vault, ldir), 0);
+	snprintf(mid, sizeof(mid), "%s/out.json", ldir);
+	ASSERT_EQ(scn_run(&s, file, tmp, mid, NULL, out, sizeof(out)), 2);
+	ASSERT_CONTAINS(out, ldir);
+	ASSERT_CONTAINS(out, "is a symbolic link");
+	snprintf(mid, sizeof(mid), "%s/out.json", vault);
+	ASSERT_EQ(lstat(mid, &st), -1);
+	unlink(ldir);
+	rmdir(vault);
 
 	unlink(json);
 	unlink(file);
