@@ -428,3 +428,37 @@ TEST_IMPL(termesc_controls)
 	ASSERT_STR_EQ(out, "ab\\x1bc");
 	return 0;
 }
+
+/*
+ * netfault --log, which may run as root, through a link in the middle of
+ * the path towards a directory only root may enter: refused before it
+ * listens, naming the link; nothing made behind it.
+ */
+TEST_IMPL(netfault_log_no_link)
+{
+	char dir[64], vault[128], link[128], cmd[512], out[2048], path[192];
+	size_t got;
+	FILE *p;
+	int st;
+
+	tmp_root(dir, sizeof(dir));
+	mkdir_as(dir, "vault", 0700, 0, vault, sizeof(vault));
+	snprintf(link, sizeof(link), "%s/ldir", dir);
+	ASSERT_EQ(symlink(vault, link), 0);
+	snprintf(cmd, sizeof(cmd),
+		 "timeout 10 '%s' --listen 1=127.0.0.1:9 --log '%s/log' 2>&1",
+		 NF_NETFAULT_BIN, link);
+	p = popen(cmd, "r");
+	ASSERT_NOT_NULL(p);
+	got = fread(out, 1, sizeof(out) - 1, p);
+	out[got] = '\0';
+	st = pclose(p);
+	ASSERT(WIFEXITED(st));
+	ASSERT_EQ(WEXITSTATUS(st), 1);
+	ASSERT_CONTAINS(out, link);
+	ASSERT_CONTAINS(out, "is a symbolic link");
+	snprintf(path, sizeof(path), "%s/log", vault);
+	absent(path);
+	rm_tree(dir);
+	return 0;
+}
