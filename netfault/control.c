@@ -13,7 +13,8 @@
  * its is read.  Memory is bounded per connection: a request line longer
  * than CTL_LINE_MAX is answered with an error and the connection closed,
  * and a peer that sends requests without reading the answers is no
- * longer read once CTL_QUEUE_MAX bytes of answers wait for it.
+ * longer read once CTL_QUEUE_MAX bytes of answers wait for it.  A line
+ * with a NUL byte is refused whole, never read as the C string before it.
  * A request is applied to the ruleset before its answer is written, so an
  * answer means "in force".  No locks: everything runs on the loop thread.
  */
@@ -450,9 +451,10 @@ static void conn_send(struct conn *cn, const char *text, size_t len)
 	cn->writes++;
 }
 
+static const char oom_answer[] = "{\"ok\":false,\"error\":\"out of memory\"}";
+
 static void conn_request(struct conn *cn, char *line)
 {
-	static const char oom[] = "{\"ok\":false,\"error\":\"out of memory\"}";
 	struct sbuf b = { 0 };
 	size_t len = strlen(line);
 
@@ -462,7 +464,33 @@ static void conn_request(struct conn *cn, char *line)
 	line += strspn(line, " \t");
 	apply(cn->c, line, &b);
 	if (b.failed)
-		conn_send(cn, oom, sizeof(oom) - 1);
+		conn_send(cn, oom_answer, sizeof(oom_answer) - 1);
+	else
+		conn_send(cn, b.s, b.len);
+	free(b.s);
+}
+
+/*
+ * One whole line of len bytes.  A NUL byte in it is refused: everything
+ * after it would be cut off unseen (`add delay 10\0 proc=READ` would add
+ * a delay of every record), so the request is answered with an error and
+ * nothing of it is applied.
+ */
+static void conn_line(struct conn *cn, char *line, size_t len)
+{
+	const char *nul = memchr(line, '\0', len);
+	struct sbuf b = { 0 };
+
+	if (!nul) {
+		conn_request(cn, line);
+		return;
+	}
+	sb_error(&b,
+		 "a NUL byte at column %zu of the request (after '%s'): a "
+		 "request is one line of text",
+		 (size_t)(nul - line) + 1, line);
+	if (b.failed)
+		conn_send(cn, oom_answer, sizeof(oom_answer) - 1);
 	else
 		conn_send(cn, b.s, b.len);
 	free(b.s);
@@ -519,8 +547,9 @@ static void conn_process(struct conn *cn)
 			break;
 		cn->rpos++;
 		cn->line[cn->len] = '\0';
+		take = cn->len;
 		cn->len = 0;
-		conn_request(cn, cn->line);
+		conn_line(cn, cn->line, take);
 	}
 	if (cn->paused && !cn->closing) {
 		cn->paused = false;

@@ -6,9 +6,9 @@
  * control socket over a real Unix socket in a temporary directory, its
  * answers compared whole: add (applied before the answer), a bad rule's
  * message with its caret, clear, list, stats, events, JSON escaping,
- * requests split and pipelined, an overlong line, a peer of another uid,
- * the socket's mode, a stale socket replaced and a live one left alone, a
- * socket in a directory that is not there.
+ * requests split and pipelined, a NUL byte in a request, an overlong
+ * line, a peer of another uid, the socket's mode, a stale socket replaced
+ * and a live one left alone, a socket in a directory that is not there.
  *
  * The test drives the loop itself (uv_run with UV_RUN_NOWAIT) between
  * polls of its client socket, so the control and the client run on one
@@ -516,6 +516,62 @@ TEST_IMPL(nf_control_framing)
 	close(a.fd);
 	expect(&fx, &b, "clear", "{\"ok\":true,\"removed\":0}");
 	close(b.fd);
+	fx_done(&fx);
+	return 0;
+}
+
+/*
+ * A NUL byte in a request would cut it short unseen, in C strings: `add
+ * delay 10\0 proc=READ` would delay every record.  It is refused, with
+ * nothing applied, for every command, and the connection goes on.
+ */
+TEST_IMPL(nf_control_nul)
+{
+	static const struct {
+		const char *req; /* with its NUL, newline excluded */
+		size_t len;
+		const char *answer;
+	} cases[] = {
+		{ "add delay 10\0 proc=READ", 24,
+		  "{\"ok\":false,\"error\":\"a NUL byte at column 13 of the "
+		  "request (after 'add delay 10'): a request is one line of "
+		  "text\"}" },
+		{ "clear 1\0 2", 11,
+		  "{\"ok\":false,\"error\":\"a NUL byte at column 8 of the "
+		  "request (after 'clear 1'): a request is one line of "
+		  "text\"}" },
+		{ "\0add drop", 9,
+		  "{\"ok\":false,\"error\":\"a NUL byte at column 1 of the "
+		  "request (after ''): a request is one line of text\"}" },
+		{ "list\0", 5,
+		  "{\"ok\":false,\"error\":\"a NUL byte at column 5 of the "
+		  "request (after 'list'): a request is one line of text\"}" },
+	};
+	struct fixture fx;
+	struct client cl;
+	char line[64], err[512];
+	const char *got;
+	unsigned id;
+
+	fx_start(&fx);
+	ASSERT_EQ(nf_ruleset_add(fx.rs, "drop nth=9", &id, err, sizeof(err)),
+		  0);
+	cl_open(&fx, &cl);
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		ASSERT_LT(cases[i].len + 1, sizeof(line));
+		memcpy(line, cases[i].req, cases[i].len);
+		line[cases[i].len] = '\n';
+		cl_send(&cl, line, cases[i].len + 1);
+		got = cl_line(&fx, &cl);
+		ASSERT_NOT_NULL(got);
+		ASSERT_STR_EQ(got, cases[i].answer);
+		/* Nothing applied: the one rule, unchanged. */
+		ASSERT_EQ(nf_ruleset_count(fx.rs), 1);
+	}
+	expect(&fx, &cl, "list",
+	       "{\"ok\":true,\"rules\":[{\"id\":1,\"rule\":\"drop nth=9\","
+	       "\"matched\":0,\"hits\":0}]}");
+	close(cl.fd);
 	fx_done(&fx);
 	return 0;
 }
