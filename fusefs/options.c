@@ -132,6 +132,7 @@ struct opt_def {
 #define FUSE_FLAG(n, listed) KIND(n, OPT_FUSE_FLAG, listed, NULL)
 #define FUSE_VALUE(n, listed) KIND(n, OPT_FUSE_VALUE, listed, NULL)
 #define IGNORED(n, listed) KIND(n, OPT_IGNORED, listed, NULL)
+#define IGNORED_FLAG(n, listed) KIND(n, OPT_IGNORED_FLAG, listed, NULL)
 
 /*
  * In the order of --help.  acregmax and acdirmax are checked and accepted,
@@ -224,21 +225,29 @@ static const struct opt_def opt_defs[] = {
 	FUSE_FLAG("noexec", NULL),
 	FUSE_FLAG("atime", "[no]atime"),
 	FUSE_FLAG("noatime", NULL),
-	FUSE_FLAG("relatime", "relatime"),
-	FUSE_FLAG("norelatime", NULL),
 	FUSE_FLAG("sync", "sync"),
 	FUSE_FLAG("async", "async"),
 	FUSE_FLAG("dirsync", "dirsync"),
-	FUSE_FLAG("diratime", NULL),
-	FUSE_FLAG("nodiratime", NULL),
-	FUSE_FLAG("strictatime", NULL),
-	FUSE_FLAG("nostrictatime", NULL),
-	FUSE_FLAG("lazytime", NULL),
-	FUSE_FLAG("nolazytime", NULL),
 	FUSE_VALUE("fsname", "fsname="),
 	FUSE_VALUE("subtype", "subtype="),
 	FUSE_VALUE("max_read", NULL),
 
+	/*
+	 * The access time flags libfuse 3.14 does not know (it fails the
+	 * mount on them) and mount(8) passes from fstab, as Linux's NFS
+	 * client takes them.  Nothing for them to do: FUSE marks every
+	 * inode S_NOATIME, so the kernel never updates an access time on
+	 * the mount (the server sets it when it serves a READ), and it keeps
+	 * no timestamps for lazytime to defer (no writeback cache).
+	 */
+	IGNORED_FLAG("relatime", "[no]relatime"),
+	IGNORED_FLAG("norelatime", NULL),
+	IGNORED_FLAG("strictatime", "[no]strictatime"),
+	IGNORED_FLAG("nostrictatime", NULL),
+	IGNORED_FLAG("diratime", "[no]diratime"),
+	IGNORED_FLAG("nodiratime", NULL),
+	IGNORED_FLAG("lazytime", "[no]lazytime"),
+	IGNORED_FLAG("nolazytime", NULL),
 	IGNORED("defaults", "defaults"),
 	IGNORED("auto", "[no]auto"),
 	IGNORED("noauto", NULL),
@@ -591,6 +600,12 @@ static void put_word(FILE *f, const char *word, const char *sep, size_t *col)
 	*col += len;
 }
 
+static bool is_ignored(const struct opt_def *d)
+{
+	return d->kind == OPT_IGNORED || d->kind == OPT_IGNORED_FLAG ||
+	       d->kind == OPT_IGNORED_PREFIX;
+}
+
 /* The options passed on to FUSE and those ignored, as one paragraph. */
 static void put_passed_on(FILE *f)
 {
@@ -607,8 +622,7 @@ static void put_passed_on(FILE *f)
 			continue;
 		if (d->kind == OPT_FUSE_FLAG || d->kind == OPT_FUSE_VALUE)
 			last_fuse = d;
-		else if (d->kind == OPT_IGNORED ||
-			 d->kind == OPT_IGNORED_PREFIX)
+		else if (is_ignored(d))
 			last = d;
 	}
 	for (size_t i = 0; i < ARRAY_SIZE(intro); i++)
@@ -618,8 +632,7 @@ static void put_passed_on(FILE *f)
 		bool fuse = d->kind == OPT_FUSE_FLAG ||
 			    d->kind == OPT_FUSE_VALUE;
 
-		if (!d->syntax || (!fuse && d->kind != OPT_IGNORED &&
-				   d->kind != OPT_IGNORED_PREFIX))
+		if (!d->syntax || (!fuse && !is_ignored(d)))
 			continue;
 		if (!fuse && !ignored) {
 			put_word(f, "ignored:", "", &col);
