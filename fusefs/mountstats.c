@@ -25,24 +25,45 @@
 #include <inttypes.h>
 #include <string.h>
 
-/* Linux's names for the opts: line, from ours. */
+/*
+ * The local_lock= Linux shows for the kinds of lock kept in this kernel
+ * (nolock keeps both, as Linux's nolock implies local_lock=all).
+ */
+static const char *local_lock_name(const struct fs_opts *o)
+{
+	if (o->local_posix && o->local_flock)
+		return "all";
+	if (o->local_flock)
+		return "flock";
+	if (o->local_posix)
+		return "posix";
+	return "none";
+}
+
+/*
+ * Linux's names for the opts: line, from ours, in the order
+ * nfs_show_mount_options() writes them: nocto and nolock after hard or
+ * soft, local_lock= last.
+ */
 static void opts_out(struct intrfs *fs, FILE *f)
 {
 	const struct nc_opts *o = nc_client_opts(fs->nc);
 
 	fprintf(f,
 		"\topts:\trw,vers=3,rsize=%u,wsize=%u,namlen=255,"
-		"acregmin=%.0f,acdirmin=%.0f,%s,proto=tcp,"
+		"acregmin=%.0f,acdirmin=%.0f,%s%s%s,proto=tcp,"
 		"nconnect=%u,port=%u,timeo=%u,retrans=%u,sec=sys,"
 		"mountaddr=%s,mountvers=3,mountport=%u,mountproto=tcp,"
-		"local_lock=none\n",
+		"local_lock=%s\n",
 		nc_client_rsize(fs->nc), nc_client_wsize(fs->nc),
 		fs->o.acregmin, fs->o.acdirmin,
 		o->timeo_mode == NC_HARD ? "hard" :
 		o->timeo_mode == NC_SOFT ? "soft" :
 					   "softerr",
+		fs->o.nocto ? ",nocto" : "", fs->o.nolock ? ",nolock" : "",
 		o->nconnect ? o->nconnect : 1, nc_client_nfs_port(fs->nc),
-		o->timeo, o->retrans, nc_client_server(fs->nc), o->mountport);
+		o->timeo, o->retrans, nc_client_server(fs->nc), o->mountport,
+		local_lock_name(&fs->o));
 }
 
 void mountstats_out(struct intrfs *fs, FILE *f)

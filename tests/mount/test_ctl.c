@@ -3,7 +3,8 @@
  * with its caller, wait mode and region, then with the interrupt its
  * handled SIGINT raised and the region holds back; the counters count it;
  * the policy is switched for later requests; another user is refused, and
- * a directory that is not an intrfs mount is named as such.
+ * a directory that is not an intrfs mount is named as such; mountstats
+ * reads as Linux's /proc/self/mountstats, its opts line included.
  */
 #include "../../fusefs/ctl.h"
 #include "harness.h"
@@ -1632,6 +1633,68 @@ TEST_IMPL(ctl_mountstats)
 	unlink(f0);
 	unlink(f1);
 	mnt_stop(&m);
+	return 0;
+}
+
+/*
+ * The opts: line of intrfsctl MNT mountstats says the locking and cto
+ * options as Linux's nfs_show_mount_options() does: nolock (which keeps
+ * every lock local: local_lock=all), local_lock= for each kind kept in
+ * this kernel, nocto; none of them on a mount with the defaults.
+ */
+TEST_IMPL(ctl_mountstats_opts)
+{
+	static const struct {
+		const char *mount;
+		const char *has[3]; /* in the opts: line */
+		const char *lacks[2]; /* not in it */
+	} rows[] = {
+		{ "",
+		  { ",hard,proto=tcp,", "local_lock=none\n" },
+		  { "nolock", "nocto" } },
+		{ "nolock",
+		  { ",hard,nolock,proto=tcp,", "local_lock=all\n" },
+		  { "nocto" } },
+		{ "local_lock=flock", { "local_lock=flock\n" }, { "nolock" } },
+		{ "local_lock=posix", { "local_lock=posix\n" }, { "nolock" } },
+		{ "local_lock=all", { "local_lock=all\n" }, { "nolock" } },
+		{ "nolock,lock", { "local_lock=none\n" }, { "nolock" } },
+		{ "soft,nocto,nolock",
+		  { ",soft,nocto,nolock,proto=tcp,", "local_lock=all\n" },
+		  { ",hard" } },
+	};
+	static char out[65536];
+	struct test_server s;
+	char opts[2048];
+	const char *line;
+	struct mnt m;
+	size_t n;
+
+	srv_get(&s);
+	for (size_t i = 0; i < ARRAY_SIZE(rows); i++) {
+		fprintf(stderr, "# -o %s\n", rows[i].mount);
+		mnt_start(&m, &s, rows[i].mount);
+		ASSERT_EQ(
+			ctl(out, sizeof(out),
+			    (const char *const[]){ m.dir, "mountstats", NULL }),
+			0);
+		mnt_stop(&m);
+		/* The line, its newline included. */
+		line = strstr(out, "\topts:\t");
+		ASSERT_NOT_NULL(line);
+		n = strcspn(line, "\n") + 1;
+		ASSERT_LT(n, sizeof(opts));
+		memcpy(opts, line, n);
+		opts[n] = '\0';
+		for (size_t k = 0; k < ARRAY_SIZE(rows[i].has); k++)
+			if (rows[i].has[k])
+				ASSERT_CONTAINS(opts, rows[i].has[k]);
+		for (size_t k = 0; k < ARRAY_SIZE(rows[i].lacks); k++)
+			if (rows[i].lacks[k] && strstr(opts, rows[i].lacks[k]))
+				TEST__FAIL("-o %s: the opts line says %s: %s",
+					   rows[i].mount, rows[i].lacks[k],
+					   opts);
+	}
 	return 0;
 }
 
