@@ -449,12 +449,19 @@ static void journal_replay(struct intrfs *fs, const char *path)
 	unlink(path);
 }
 
-/* Whether the journal's daemon still runs (its pid and start time). */
+/*
+ * Whether the journal's daemon still runs: its pid, with its start time,
+ * and not a zombie.  A daemon that died is a zombie until its parent
+ * reaps it (a mount command's daemon in the foreground, a test's), and
+ * kill(pid, 0) still finds it then: its state in /proc/PID/stat says.
+ */
 static bool journal_live(const char *path)
 {
 	FILE *f = fopen(path, "re");
 	unsigned long long start;
-	int pid;
+	char stat[64], buf[1024], *p;
+	int pid, fd;
+	ssize_t n;
 	bool live = false;
 
 	if (!f)
@@ -464,7 +471,17 @@ static bool journal_live(const char *path)
 		       ((kill(pid, 0) == 0 || errno == EPERM) &&
 			start_time(pid) == start);
 	fclose(f);
-	return live;
+	if (!live || pid == getpid())
+		return live;
+	snprintf(stat, sizeof(stat), "/proc/%d/stat", pid);
+	fd = open(stat, O_RDONLY | O_CLOEXEC);
+	n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	/* "PID (COMM) STATE ...": COMM may hold anything, ')' too. */
+	p = strrchr(buf, ')');
+	return !(p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X'));
 }
 
 /*

@@ -5,7 +5,9 @@
  * way it was taken (fcntl(), lockf(), flock(): a whole-file POSIX lock, as
  * Linux NFS has it), F_GETLK names the other client's lock, a waiter is
  * granted the lock when the holder lets go, a holder's close, exit or kill
- * -9 releases it, and local_lock= and nolock keep their kinds local.
+ * -9 releases it, and local_lock= and nolock keep their kinds local; a
+ * daemon that died (reaped or still a zombie) has its locks released by
+ * the next mount.
  *
  * A waiter hit by a signal, under each mount mode and policy: what the
  * regions make of the interruptible lock wait (a killable region holds a
@@ -1082,6 +1084,59 @@ TEST_IMPL(locks_dead_daemon_released)
 	ms = c_waits_for(&c, "f", 5000);
 	fprintf(stderr, "# released %u ms after the next mount\n", ms);
 	mnt_wait_log(&a2, "releasing the locks a daemon that died left", 1000);
+	mnt_stop(&a2);
+	mnt_stop(&c);
+	return 0;
+}
+
+/* Waits up to 5 s for pid to be a zombie (dead, not reaped). */
+static void wait_zombie(pid_t pid)
+{
+	char stat[1024], *p;
+
+	for (unsigned i = 0; i < 500; i++) {
+		if (proc_read(pid, "stat", stat, sizeof(stat)) &&
+		    (p = strrchr(stat, ')')) && p[1] == ' ' && p[2] == 'Z')
+			return;
+		test_sleep_ms(10);
+	}
+	TEST__FAIL("pid %d is not a zombie 5 s after SIGKILL", (int)pid);
+}
+
+/*
+ * The same when the dead daemon is a zombie, which its parent (a mount
+ * command's daemon in the foreground, this test) has not reaped yet: it is
+ * dead all the same, and its locks are released.
+ */
+TEST_IMPL(locks_zombie_daemon_released)
+{
+	struct test_server s;
+	struct mnt a, a2, c;
+	struct waiter holder;
+	struct wres r;
+	pid_t zombie;
+	unsigned ms;
+
+	srv_get(&s);
+	mnt_start(&a, &s, "");
+	mnt_start_shared(&c, &a, &s, "");
+	write_file(mpath(&a, "f"), "x", 1);
+	waiter_start(&holder, mpath(&a, "f"), BY_FCNTL, 1);
+	if (!waiter_result(&holder, 5000, &r) || r.err)
+		TEST__FAIL("the holder did not get the lock");
+	kill(a.pid, SIGKILL);
+	wait_zombie(a.pid);
+	zombie = a.pid;
+	a.pid = 0;
+	waiter_kill(&holder);
+	mnt_stop(&a);
+	ASSERT_EQ(c_can_lock(&c, "f", 0, 0), EAGAIN);
+	/* Not reaped: the next mount of the export releases its lock. */
+	mnt_start_shared(&a2, &c, &s, "");
+	ms = c_waits_for(&c, "f", 5000);
+	fprintf(stderr, "# released %u ms after the next mount\n", ms);
+	mnt_wait_log(&a2, "releasing the locks a daemon that died left", 1000);
+	ASSERT_EQ(waitpid(zombie, NULL, 0), zombie);
 	mnt_stop(&a2);
 	mnt_stop(&c);
 	return 0;
