@@ -160,7 +160,7 @@ int mntrig_wait(pid_t pid, const char *dir, unsigned deadline_ms, int *status)
 	return 0;
 }
 
-int mntrig_stop(const char *dir, pid_t pid, unsigned deadline_ms)
+int mntrig_unmount(const char *dir, pid_t pid, unsigned deadline_ms)
 {
 	uint64_t end = mntrig_now_ms() + deadline_ms;
 	int status;
@@ -168,15 +168,28 @@ int mntrig_stop(const char *dir, pid_t pid, unsigned deadline_ms)
 	if (umount2(dir, 0) < 0 && errno != EINVAL)
 		umount2(dir, MNT_DETACH);
 	while (pid > 0 && waitpid(pid, &status, WNOHANG) != pid) {
-		if (mntrig_now_ms() > end) {
-			kill(pid, SIGKILL);
-			waitpid(pid, &status, 0);
-			umount2(dir, MNT_DETACH);
+		if (mntrig_now_ms() > end)
 			return -1;
-		}
 		usleep(2000);
 	}
 	return 0;
+}
+
+void mntrig_kill(const char *dir, pid_t pid)
+{
+	int status;
+
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	umount2(dir, MNT_DETACH);
+}
+
+int mntrig_stop(const char *dir, pid_t pid, unsigned deadline_ms)
+{
+	if (mntrig_unmount(dir, pid, deadline_ms) == 0)
+		return 0;
+	mntrig_kill(dir, pid);
+	return -1;
 }
 
 unsigned mntrig_connection(const char *dir)

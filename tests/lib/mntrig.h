@@ -65,6 +65,14 @@ int mntrig_wait(pid_t pid, const char *dir, unsigned deadline_ms, int *status);
  */
 int mntrig_stop(const char *dir, pid_t pid, unsigned deadline_ms);
 /*
+ * mntrig_stop() in two steps, for a caller that looks at a daemon that
+ * did not exit before it kills it: mntrig_unmount() unmounts and reaps
+ * as mntrig_stop() does, but returns -1 with the daemon still running;
+ * mntrig_kill() kills it, reaps it and detaches its mount.
+ */
+int mntrig_unmount(const char *dir, pid_t pid, unsigned deadline_ms);
+void mntrig_kill(const char *dir, pid_t pid);
+/*
  * The FUSE connection of the intrfs mount on dir, as
  * /sys/fs/fuse/connections names it (the minor of its device): 0 when
  * there is no such mount.
