@@ -8,8 +8,10 @@
  * into local upper directories and into ones on the mount; expect call=
  * fails a scenario whose failed call is another, naming both; a region
  * is declared on the mount, where it holds a handled signal back, or
- * fails the scenario by name on a daemon without caller regions.  What a
- * failed scenario keeps on the export is removed.
+ * fails the scenario by name on a daemon without caller regions; a failed
+ * scenario's logs are kept, and a daemon that stays after its unmount
+ * has its threads' stacks kept before it is killed.  What a failed
+ * scenario keeps on the export is removed.
  */
 #include "harness.h"
 
@@ -49,9 +51,23 @@ static void scn_write(const char *dir, const char *name, const char *text,
  * is called with the pid it will have, when not NULL.  Its stdout and
  * stderr in out.  Returns its exit status.
  */
+static int scn_run_more(const struct test_server *s, const char *file,
+			const char *tmpdir, const char *json,
+			const char *const *more, void (*planted)(pid_t pid),
+			char *out, size_t len);
+
 static int scn_run(const struct test_server *s, const char *file,
 		   const char *tmpdir, const char *json,
 		   void (*planted)(pid_t pid), char *out, size_t len)
+{
+	return scn_run_more(s, file, tmpdir, json, NULL, planted, out, len);
+}
+
+/* scn_run() with more options (NULL-terminated, at most 6). */
+static int scn_run_more(const struct test_server *s, const char *file,
+			const char *tmpdir, const char *json,
+			const char *const *more, void (*planted)(pid_t pid),
+			char *out, size_t len)
 {
 	char nfs[16], mnt[16], c;
 	uint64_t end = region_now_ns() + 120000000000ull;
@@ -67,7 +83,7 @@ static int scn_run(const struct test_server *s, const char *file,
 	pid = fork();
 	ASSERT_GE(pid, 0);
 	if (pid == 0) {
-		const char *argv[16] = { "intrfs-scenario",
+		const char *argv[18] = { "intrfs-scenario",
 					 "--server",
 					 s->server,
 					 "--export",
@@ -82,6 +98,8 @@ static int scn_run(const struct test_server *s, const char *file,
 			argv[n++] = "--json";
 			argv[n++] = json;
 		}
+		for (; more && *more && n < 14; more++)
+			argv[n++] = *more;
 		argv[n++] = file;
 		argv[n] = NULL;
 		dup2(p[1], 1);
@@ -311,6 +329,91 @@ TEST_IMPL(runner_never_follows_planted_links)
 	unlink(victim);
 	rmdir(tmp);
 	rmdir(dir);
+	return 0;
+}
+
+static int rm_tree(const char *dir)
+{
+	return nftw(dir, rm_one, 8, FTW_DEPTH | FTW_PHYS);
+}
+
+/*
+ * What explains a failed scenario is kept: the daemon's log (and
+ * netfault's) in a directory of the scenario's own under --out, or under
+ * one made in TMPDIR without it, which the failure names.  A daemon that
+ * does not exit after its unmount (here the real one, run by a wrapper
+ * that stays, SIGUSR1 ignored, once the daemon has exited) has its threads'
+ * stacks, kernel and user side, written there before it is killed.
+ */
+TEST_IMPL(runner_keeps_logs_and_stacks)
+{
+	static char out[16384], text[65536];
+	char dir[] = "/tmp/intrfs-test-scn.XXXXXX", file[64], wrapper[64];
+	char kept[128], path[256], want[512], tmp[64];
+	const char *at;
+	struct test_server s;
+	FILE *f;
+
+	srv_get(&s);
+	ASSERT_NOT_NULL(mkdtemp(dir));
+	snprintf(wrapper, sizeof(wrapper), "%s/stays", dir);
+	f = fopen(wrapper, "w");
+	ASSERT_NOT_NULL(f);
+	fprintf(f, "#!/bin/sh\n'%s' \"$@\"\ntrap '' USR1\nexec sleep 600\n",
+		intrfs_bin());
+	ASSERT_EQ(fclose(f), 0);
+	ASSERT_EQ(chmod(wrapper, 0700), 0);
+	snprintf(kept, sizeof(kept), "%s/kept", dir);
+	scn_write(dir, "stays.scn", "name stuck-daemon\nworkload stat\n", file,
+		  sizeof(file));
+	ASSERT_EQ(scn_run_more(&s, file, NULL, NULL,
+			       (const char *const[]){ "--intrfs", wrapper,
+						      "--out", kept, NULL },
+			       NULL, out, sizeof(out)),
+		  1);
+	snprintf(want, sizeof(want),
+		 "did not exit within 15 s of the unmount; killed (its log, "
+		 "task table and threads' stacks kept in %s/001-stuck-daemon)",
+		 kept);
+	ASSERT_CONTAINS(out, want);
+	snprintf(want, sizeof(want), "     logs kept in %s/001-stuck-daemon\n",
+		 kept);
+	ASSERT_CONTAINS(out, want);
+	snprintf(path, sizeof(path), "%s/001-stuck-daemon/stacks.txt", kept);
+	read_text(path, text, sizeof(text));
+	ASSERT_CONTAINS(text, "had not exited 15 s after the unmount");
+	ASSERT_CONTAINS(text, "Kernel-side stacks:\nthread ");
+	ASSERT_CONTAINS(text, "(sleep) S ");
+	/* gdb is one of mount-scripts/setup's packages. */
+	ASSERT_CONTAINS(text, "User-side stacks (gdb):");
+	ASSERT_CONTAINS(text, "#0 ");
+	snprintf(path, sizeof(path), "%s/001-stuck-daemon/intrfs.log", kept);
+	read_text(path, text, sizeof(text));
+	ASSERT_CONTAINS(text, "intrfs: mounted ");
+	unkeep(&s, out);
+	unlink(file);
+
+	/* Without --out: in a directory made in TMPDIR, at the failure. */
+	snprintf(tmp, sizeof(tmp), "%s/tmp", dir);
+	ASSERT_EQ(mkdir(tmp, 0700), 0);
+	scn_write(dir, "fails.scn",
+		  "name fails\nworkload stat\nexpect result=EIO\n", file,
+		  sizeof(file));
+	ASSERT_EQ(scn_run(&s, file, tmp, NULL, NULL, out, sizeof(out)), 1);
+	at = strstr(out, "     logs kept in ");
+	ASSERT_NOT_NULL(at);
+	snprintf(path, sizeof(path), "%.*s", (int)strcspn(at + 18, "\n"),
+		 at + 18);
+	snprintf(want, sizeof(want), "%s/intrfs-scn-failed.", tmp);
+	ASSERT_EQ(strncmp(path, want, strlen(want)), 0);
+	ASSERT_CONTAINS(path, "/001-fails");
+	snprintf(path + strlen(path), sizeof(path) - strlen(path),
+		 "/intrfs.log");
+	read_text(path, text, sizeof(text));
+	ASSERT_CONTAINS(text, "intrfs: mounted ");
+	unkeep(&s, out);
+	unlink(file);
+	ASSERT_EQ(rm_tree(dir), 0);
 	return 0;
 }
 

@@ -48,6 +48,14 @@ static const char usage_text[] =
 	"  --check              only parse the files; print them in canonical form\n"
 	"  --keep               keep every scenario's directory on the export\n"
 	"                       (a failed one's is always kept)\n"
+	"  --out DIR            where a failed scenario's logs are kept, in\n"
+	"                       DIR/NNN-NAME/: the daemon's log (intrfs.log),\n"
+	"                       netfault's, and, for a daemon that did not exit\n"
+	"                       after its unmount, its task table (in its log)\n"
+	"                       and every thread's stack before it was killed\n"
+	"                       (stacks.txt; user side by gdb or eu-stack);\n"
+	"                       made 0700 if missing (default: made at the first\n"
+	"                       failure, $TMPDIR/intrfs-scn-failed.XXXXXX)\n"
 	"  --intrfs BIN, --netfault BIN, --scripts DIR\n"
 	"                       the daemon, the proxy and mount-scripts/\n"
 	"                       (default: this build tree's)\n"
@@ -111,7 +119,8 @@ int main(int argc, char **argv)
 		O_INTRFS,
 		O_NETFAULT,
 		O_SCRIPTS,
-		O_CLIENT
+		O_CLIENT,
+		O_OUT
 	};
 	static const struct option longopts[] = {
 		{ "server-dir", required_argument, NULL, O_SERVER_DIR },
@@ -127,6 +136,7 @@ int main(int argc, char **argv)
 		{ "netfault", required_argument, NULL, O_NETFAULT },
 		{ "scripts", required_argument, NULL, O_SCRIPTS },
 		{ "client", required_argument, NULL, O_CLIENT },
+		{ "out", required_argument, NULL, O_OUT },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -136,6 +146,7 @@ int main(int argc, char **argv)
 	struct rig_paths paths;
 	struct rig rig = { 0 };
 	const char *server_dir = NULL, *extra = "", *json_path = NULL;
+	const char *out_dir = NULL;
 	bool check_only = false, keep = false, bad = false;
 	unsigned passed = 0, failed = 0, seq = 0;
 	struct sigaction sa;
@@ -143,6 +154,7 @@ int main(int argc, char **argv)
 	FILE *json = NULL;
 	int c;
 
+	rig.out_fd = rig.cell_fd = -1;
 	snprintf(paths.intrfs, sizeof(paths.intrfs), "%s", SCN_INTRFS_BIN);
 	snprintf(paths.netfault, sizeof(paths.netfault), "%s",
 		 SCN_NETFAULT_BIN);
@@ -176,6 +188,9 @@ int main(int argc, char **argv)
 			break;
 		case O_JSON:
 			json_path = optarg;
+			break;
+		case O_OUT:
+			out_dir = optarg;
 			break;
 		case O_CHECK:
 			check_only = true;
@@ -283,6 +298,10 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	rig.srv = &srv;
 	rig.paths = &paths;
+	if (out_dir && rig_out_open(&rig, out_dir, err, sizeof(err)) < 0) {
+		fprintf(stderr, "intrfs-scenario: %s\n", err);
+		return 2;
+	}
 	if (rig_run_dir_make(&rig, err, sizeof(err)) < 0) {
 		fprintf(stderr, "intrfs-scenario: %s\n", err);
 		return 2;

@@ -5,6 +5,9 @@
  * Processes are found by the pids the rig noted, never by name.  It runs
  * as root: every file it makes is in the run's own directory (mkdtemp,
  * 0700), which nobody else can plant a name in, and removed with it.
+ * What explains a failed scenario is kept by keep.c: the logs named here
+ * stay in the run's directory until rig_cell_end(), and a daemon that
+ * does not exit after its unmount has its stacks kept before it is killed.
  */
 #include "scenario.h"
 #include "intrfs/util.h"
@@ -156,15 +159,11 @@ int rig_netfault_start(struct rig *r, char *err, size_t len)
 
 void rig_netfault_stop(struct rig *r)
 {
-	char errlog[160];
-
 	if (r->nf_pid <= 0)
 		return;
 	mntrig_end_child(r->nf_pid, 5000);
 	r->nf_pid = 0;
-	snprintf(errlog, sizeof(errlog), "%s.err", r->nf_log);
-	unlink(errlog);
-	unlink(r->nf_log);
+	/* Its logs go at rig_cell_end(), kept first if the scenario failed. */
 	unlink(r->nf_sock);
 }
 
@@ -446,8 +445,12 @@ static void keep_hung_report(struct rig *r)
 
 int rig_umount(struct rig *r, char *err, size_t len)
 {
+	char where[4096];
 	int rc = 0;
 
+	uint64_t t0 = mntrig_now_ms();
+
+	r->exit_ms = -1;
 	if (!r->mnt[0])
 		return 0;
 	if (r->kernel) {
@@ -459,17 +462,23 @@ int rig_umount(struct rig *r, char *err, size_t len)
 		r->mnt[0] = '\0';
 		return 0;
 	}
-	if (mntrig_stop(r->mnt, r->daemon, UMOUNT_DEADLINE_MS) < 0) {
+	if (mntrig_unmount(r->mnt, r->daemon, UMOUNT_DEADLINE_MS) < 0) {
+		/* What it is stuck on, before the kill loses it. */
+		rig_keep_stacks(r, r->daemon, UMOUNT_DEADLINE_MS, where,
+				sizeof(where));
+		mntrig_kill(r->mnt, r->daemon);
 		snprintf(err, len,
 			 "intrfs (pid %d) did not exit within %d s of the "
-			 "unmount; killed",
-			 (int)r->daemon, UMOUNT_DEADLINE_MS / 1000);
+			 "unmount; killed (%s)",
+			 (int)r->daemon, UMOUNT_DEADLINE_MS / 1000, where);
 		rc = -1;
 	}
+	r->exit_ms = (long long)(mntrig_now_ms() - t0);
+	say(r, "intrfs (pid %d) %s %lld ms after the unmount", (int)r->daemon,
+	    rc ? "killed" : "exited", r->exit_ms);
 	r->daemon = 0;
 	rmdir(r->mnt);
 	keep_hung_report(r);
-	unlink(r->mnt_log);
 	r->mnt[0] = '\0';
 	return rc;
 }

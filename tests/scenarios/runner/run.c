@@ -65,6 +65,8 @@ struct outcome {
 	unsigned sent;
 	long long resets, faults_applied;
 	char error[WHY_MAX]; /* the rig failed: the scenario could not run */
+	/* Where its logs were kept (it failed), else "". */
+	char kept[SCN_TEXT_MAX + SCN_NAME_MAX + 16];
 	bool passed;
 	struct {
 		char check[24], want[64], got[WHY_MAX];
@@ -667,6 +669,10 @@ static void json_out(const struct scenario *s, const struct outcome *o,
 		fprintf(f, ",\"error\":");
 		json_str(f, o->error);
 	}
+	if (o->kept[0]) {
+		fprintf(f, ",\"logs_kept\":");
+		json_str(f, o->kept);
+	}
 	fprintf(f, ",\"signal\":\"%s\",\"signals_sent\":%u,\"procs\":[",
 		s->sig ? scn_signal_name(s->sig) : "none", o->sent);
 	for (unsigned k = 0; k < s->procs; k++) {
@@ -700,6 +706,8 @@ static void json_out(const struct scenario *s, const struct outcome *o,
 		fprintf(f, ",\"hung_report\":");
 		json_str(f, r->hung);
 	}
+	if (r->exit_ms >= 0)
+		fprintf(f, ",\"unmount_exit_ms\":%lld", r->exit_ms);
 	fprintf(f, ",\"checks\":[");
 	for (unsigned i = 0; i < o->nchecks; i++) {
 		fprintf(f, "%s{\"check\":\"%s\",\"proc\":%u,\"want\":",
@@ -824,6 +832,7 @@ bool run_scenario(const struct scenario *s, struct rig *r,
 	}
 	join_opts(s->mount, extra_opts, opts, sizeof(opts));
 	run_current_rig = r;
+	rig_cell_begin(r, s->name, seq);
 	if (rig_netfault_start(r, o->error, sizeof(o->error)) < 0 ||
 	    rig_dir_make(r, seq, o->error, sizeof(o->error)) < 0)
 		goto out;
@@ -914,6 +923,7 @@ out:
 	if (o->error[0])
 		o->passed = false;
 	rig_netfault_stop(r);
+	rig_cell_end(r, !o->passed, o->kept, sizeof(o->kept));
 	print_line(s, o);
 	if (json)
 		json_out(s, o, r, opts, json);
@@ -921,6 +931,8 @@ out:
 		rig_dir_remove(r);
 	else if (r->local[0])
 		printf("     kept %s\n", r->local);
+	if (o->kept[0])
+		printf("     logs kept in %s\n", o->kept);
 	passed = o->passed;
 	run_current_rig = NULL;
 	free(o);

@@ -3,7 +3,8 @@
  * struct scenario, and run against a real mount of a real server through
  * netfault.  parse.c reads the files, work.c is what the workload
  * processes do, rig.c starts and stops what a scenario needs (netfault,
- * the mount, server pauses and restarts, partitions), run.c runs the
+ * the mount, server pauses and restarts, partitions), keep.c keeps what
+ * explains a failed one (logs, a stuck daemon's stacks), run.c runs the
  * timeline and checks the outcome, main.c is the command line.
  */
 #ifndef INTRFS_SCENARIO_H
@@ -294,6 +295,21 @@ struct rig {
 	 */
 	char run_dir[96];
 	unsigned seq; /* the last mount point or overlay made in it */
+	/*
+	 * Where a failed scenario's logs are kept, a directory of its own
+	 * per scenario: --out, else one made at the first failure
+	 * ($TMPDIR/intrfs-scn-failed.XXXXXX); out_fd -1 until then.
+	 */
+	char out_dir[SCN_TEXT_MAX];
+	int out_fd;
+	/*
+	 * The scenario running (rig_cell_begin()), and its directory in
+	 * out_dir once something was kept there ("" and -1 until then).
+	 */
+	const char *cell_name;
+	unsigned cell_seq;
+	char cell_dir[SCN_TEXT_MAX + SCN_NAME_MAX + 16];
+	int cell_fd;
 	/* netfault */
 	pid_t nf_pid;
 	unsigned nf_nfs_port, nf_mount_port;
@@ -303,10 +319,15 @@ struct rig {
 	char sub[64]; /* the scenario's directory, below the export */
 	char local[SCN_TEXT_MAX + 80]; /* that directory, seen locally */
 	char mnt[128]; /* the mount point */
-	char mnt_log[160];
+	char mnt_log[160]; /* the daemon's log, kept until rig_cell_end() */
 	/* The daemon's first hung-task report (its watchdog, hung_timeout=),
 	 * kept from the log before the log goes; "" if none. */
 	char hung[1024];
+	/*
+	 * How long the daemon took to exit after its unmount (ms), for
+	 * the JSON; -1 when there was none (the kernel's client, no mount).
+	 */
+	long long exit_ms;
 	/* copyup, upper=local: upper/ and work/ in cu; "" if none */
 	char cu[128];
 	/* overlay: upper/, work/ and merged/ in ovl; merged is mounted */
@@ -359,8 +380,36 @@ int rig_dir_make(struct rig *r, unsigned seq, char *err, size_t len);
 void rig_dir_remove(struct rig *r);
 /* Mounts the scenario's directory through netfault with opts. */
 int rig_mount(struct rig *r, const char *opts, char *err, size_t len);
-/* Unmounts; 0, or -1 when the daemon had to be killed. */
+/*
+ * Unmounts; 0, or -1 when the daemon had to be killed: before the kill,
+ * its task table (kill -USR1, into its log) and every thread's stack,
+ * kernel and user side, go to stacks.txt in the scenario's directory of
+ * kept logs, which err names.
+ */
 int rig_umount(struct rig *r, char *err, size_t len);
+/*
+ * The daemon pid has not exited waited_ms after its unmount (keep.c): its
+ * task table into its log (kill -USR1), then every thread's stack into
+ * stacks.txt in the scenario's directory of kept logs; where says where,
+ * or why they could not be kept.  The caller kills it after.
+ */
+void rig_keep_stacks(struct rig *r, pid_t pid, unsigned waited_ms, char *where,
+		     size_t len);
+/*
+ * The output directory for failed scenarios' logs (--out): made 0700 when
+ * it is not there; one that is there must be a directory of this uid's
+ * that nobody else may write in, and not a symbolic link.  0 or -1 (why
+ * in err).  Without it, the first failure makes one in $TMPDIR.
+ */
+int rig_out_open(struct rig *r, const char *dir, char *err, size_t len);
+/*
+ * A scenario starts (its name, its number in the run) and ends: at the
+ * end, a failed one's logs (the daemon's, netfault's) are copied into its
+ * directory of kept logs, whose path goes to kept (else ""), and the
+ * run's copies are removed.
+ */
+void rig_cell_begin(struct rig *r, const char *name, unsigned seq);
+void rig_cell_end(struct rig *r, bool failed, char *kept, size_t len);
 /* Server faults; each 0 or -1 with why in err. */
 int rig_pause(struct rig *r, char *err, size_t len);
 void rig_resume(struct rig *r);
