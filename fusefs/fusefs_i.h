@@ -206,6 +206,15 @@ struct worker_pool {
 	unsigned workers, idle, queued, running;
 	unsigned inline_running; /* jobs run by the session thread itself */
 	bool stopping;
+	/*
+	 * The session's end (workers_end_watch()): the thread that bounds
+	 * the jobs' time once the mount is gone, the pipe that says the
+	 * loop returned, and what it found (written before it is joined).
+	 */
+	pthread_t ender;
+	int end_pipe[2];
+	unsigned end_timeout_s;
+	bool ender_running, drained;
 };
 
 /* Interrupt routing (interrupt.c): the jobs in flight, for the watcher. */
@@ -937,6 +946,19 @@ void workers_stop(struct intrfs *fs);
  * true when they have.
  */
 bool workers_drain(struct intrfs *fs, unsigned timeout_s);
+/*
+ * Once the FUSE session ends (the mount is gone: an unmount, an abort
+ * through fusectl; or the loop was told to stop), no request can be
+ * answered any more, and the jobs still running, those on session threads
+ * too, get timeout_s to finish what they owe the server; then every call
+ * still waiting is ended (nc_client_shutdown()), so that the jobs end and
+ * libfuse's loop, which waits for its threads, returns.  workers_end_watch()
+ * starts that watch once mounted; workers_end() tells it the loop returned
+ * and joins it: true when every job finished in time (false also when the
+ * watch could not start and the jobs did not finish).
+ */
+int workers_end_watch(struct intrfs *fs, unsigned timeout_s);
+bool workers_end(struct intrfs *fs, unsigned timeout_s);
 /* Makes a job for req, with its task and credentials. */
 struct job *job_new(struct intrfs *fs, fuse_req_t req, const char *op,
 		    job_run_fn run, job_reply_fn reply);

@@ -39,7 +39,10 @@
 
 #define PROG "intrfs"
 
-/* How long an unmount waits for requests still in progress. */
+/*
+ * How long the requests still in progress get once the mount is gone (an
+ * unmount, an abort), before the calls they wait for are ended.
+ */
 #define UNMOUNT_DRAIN_S 10
 
 /* Logging once the terminal is gone: stderr lines go to syslog. */
@@ -607,6 +610,11 @@ static int run(struct intrfs *fs, const struct cmdline *cl,
 		callers_stop(fs);
 		goto out_unmount;
 	}
+	/* Without it, an unmount waits for every job as it did before. */
+	if (workers_end_watch(fs, UNMOUNT_DRAIN_S) < 0)
+		fprintf(stderr, PROG
+			": cannot watch for the unmount: a request the "
+			"server does not answer keeps the daemon after it\n");
 	if (fs->o.hung_timeout)
 		region_watchdog_start((uint64_t)fs->o.hung_timeout *
 				      1000000000ull);
@@ -656,15 +664,11 @@ static int run(struct intrfs *fs, const struct cmdline *cl,
 
 	/*
 	 * Unmounted.  Writes already answered are still owed to the server:
-	 * give them time, then end every call still waiting.
+	 * they had time since the session ended, then every call still
+	 * waiting was ended (workers.c), which is also what let the loop
+	 * return while a session thread's job waited for the server.
 	 */
-	drained = workers_drain(fs, UNMOUNT_DRAIN_S);
-	if (!drained)
-		fprintf(stderr,
-			PROG ": server %s has not answered every request %d s "
-			     "after the unmount: giving up on them (written "
-			     "data may be lost)\n",
-			nc_client_server(fs->nc), UNMOUNT_DRAIN_S);
+	drained = workers_end(fs, UNMOUNT_DRAIN_S);
 	silly_cleanup(fs, drained);
 	locks_stop(fs);
 	nc_client_shutdown(fs->nc);

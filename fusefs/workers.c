@@ -19,6 +19,14 @@
  * INTERRUPT for a blocked request is always read.  Past that many jobs in
  * session threads, jobs go to the pool.
  *
+ * The end of the session bounds the jobs' time (workers_end_watch()): a
+ * job on a session thread holds libfuse's loop, which joins its threads
+ * before it returns, so a hard call waiting for a server that does not
+ * answer would keep the daemon from ever exiting after its unmount.  A
+ * thread of its own sees the connection go (POLLERR on /dev/fuse, as
+ * soon as the kernel aborts it at an unmount or through fusectl), gives
+ * the jobs UNMOUNT_DRAIN_S (intrfs.c), then ends the calls still waiting.
+ *
  * Lock order: pool.lock is a leaf, held for queue work only.  A job's
  * references are atomic: the worker's, and one for each interrupt callback
  * or watcher look in progress.
@@ -26,10 +34,14 @@
 #include "fusefs_i.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 /* Workers idle longer than this exit, down to MIN_IDLE of them. */
 #define WORKER_IDLE_S 30
@@ -402,6 +414,82 @@ bool workers_drain(struct intrfs *fs, unsigned timeout_s)
 	idle = !p->running && !p->head;
 	pthread_mutex_unlock(&p->lock);
 	return idle;
+}
+
+/*
+ * How often the end's watch asks libfuse whether the session was told to
+ * exit (a signal), which no POLLERR says: the connection is still there.
+ */
+#define END_LOOK_MS 500
+
+static void *ender_main(void *arg)
+{
+	struct intrfs *fs = arg;
+	struct worker_pool *p = &fs->pool;
+	/*
+	 * Events 0: /dev/fuse reports only POLLERR, once the kernel has
+	 * aborted the connection (it is always writable, and readable
+	 * whenever a request waits, which the session threads take).
+	 */
+	struct pollfd pfd[2] = { { fuse_session_fd(fs->se), 0, 0 },
+				 { p->end_pipe[0], POLLIN, 0 } };
+
+	while (!fuse_session_exited(fs->se)) {
+		int n = poll(pfd, 2, END_LOOK_MS);
+
+		if (n < 0 && errno != EINTR)
+			break;
+		if (n > 0)
+			break;
+	}
+	/* Read by workers_end() once pthread_join() has ordered it. */
+	p->drained = workers_drain(fs, p->end_timeout_s);
+	if (!p->drained) {
+		fprintf(stderr,
+			"intrfs: server %s has not answered every request %u s "
+			"after the unmount: giving up on them (written data "
+			"may be lost)\n",
+			nc_client_server(fs->nc), p->end_timeout_s);
+		nc_client_shutdown(fs->nc);
+	}
+	return NULL;
+}
+
+int workers_end_watch(struct intrfs *fs, unsigned timeout_s)
+{
+	struct worker_pool *p = &fs->pool;
+	sigset_t all, old;
+	int rc;
+
+	p->end_timeout_s = timeout_s;
+	if (pipe2(p->end_pipe, O_CLOEXEC) < 0)
+		return -errno;
+	/* Signals are for the session's handlers and the dumper. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	rc = -pthread_create(&p->ender, NULL, ender_main, fs);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc) {
+		close(p->end_pipe[0]);
+		close(p->end_pipe[1]);
+		return rc;
+	}
+	p->ender_running = true;
+	return 0;
+}
+
+bool workers_end(struct intrfs *fs, unsigned timeout_s)
+{
+	struct worker_pool *p = &fs->pool;
+
+	if (!p->ender_running)
+		return workers_drain(fs, timeout_s);
+	(void)!write(p->end_pipe[1], "", 1);
+	pthread_join(p->ender, NULL);
+	close(p->end_pipe[0]);
+	close(p->end_pipe[1]);
+	p->ender_running = false;
+	return p->drained;
 }
 
 void workers_stop(struct intrfs *fs)
