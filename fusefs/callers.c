@@ -30,7 +30,7 @@
  * while its request waits for the server, so it is for callers with
  * CAP_SYS_ADMIN in the daemon's user namespace, as the kernel series'
  * PR_REGION: another caller's is held as killable, unless the mount opts
- * in by setting caller_hold_max=; either way no fatal signal is held past
+ * in with caller_hold_any; either way no fatal signal is held past
  * callers_hold_ns() (interrupt.c).  intrfs-region(1)'s regions are root's:
  * only a registry entry root wrote counts, for the very cgroup it names.
  *
@@ -899,7 +899,7 @@ int callers_ioctl(struct intrfs *fs, pid_t tid, struct region_caller_ioc *ioc)
 		ioc->reason[sizeof(ioc->reason) - 1] = '\0';
 		clean_reason(ioc->reason);
 		if (kind == REGION_UNINTERRUPTIBLE && !id.admin &&
-		    fs->o.caller_hold_max == CALLER_HOLD_UNSET) {
+		    !fs->o.caller_hold_any) {
 			held = REGION_KILLABLE;
 			thread_comm(tid, comm, sizeof(comm));
 			caller_log(cs, id.uid,
@@ -907,7 +907,7 @@ int callers_ioctl(struct intrfs *fs, pid_t tid, struct region_caller_ioc *ioc)
 				   "region \"%s\" of user %u held as "
 				   "killable: only a caller with CAP_SYS_ADMIN "
 				   "may hold a fatal signal back, unless the "
-				   "mount sets caller_hold_max=",
+				   "mount sets caller_hold_any",
 				   (int)tid, comm, ioc->reason,
 				   (unsigned)id.uid);
 		}

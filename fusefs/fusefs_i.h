@@ -72,14 +72,18 @@ struct fs_opts {
 	/*
 	 * caller_hold_max=: the seconds a caller's uninterruptible region
 	 * may hold a fatal signal back (callers.c); CALLER_HOLD_UNSET when
-	 * not given: then the major timeout, and such regions are only for
-	 * callers with CAP_SYS_ADMIN.
+	 * not given: then the major timeout.
 	 */
 	unsigned caller_hold_max;
 	unsigned max_workers;
 	unsigned wbuf_mb; /* uncommitted data kept per file, MiB */
 	unsigned max_read; /* FUSE's max_read=, bytes; 0: not given */
 	bool allow_other;
+	/*
+	 * caller_hold_any: any caller's uninterruptible region holds fatal
+	 * signals back, not only a caller's with CAP_SYS_ADMIN.
+	 */
+	bool caller_hold_any;
 	char *logfile;
 	char *trace; /* trace=: the event trace's file from the mount on */
 };

@@ -188,8 +188,11 @@ static const struct opt_def opt_defs[] = {
 	COUNT("caller_hold_max", caller_hold_max, 0, SECONDS_MAX,
 	      CALLER_HOLD_UNSET, "caller_hold_max=N",
 	      "seconds a caller's uninterruptible region may hold a\n"
-	      "fatal signal back (default: the major timeout); given,\n"
-	      "callers without CAP_SYS_ADMIN may declare one too"),
+	      "fatal signal back (default: the major timeout)"),
+	FLAG("caller_hold_any", caller_hold_any, "caller_hold_any",
+	     "a caller without CAP_SYS_ADMIN may hold a fatal signal\n"
+	     "back in an uninterruptible region too (default: its\n"
+	     "region is held as killable)"),
 	FLAG("direct_io", direct_io, "direct_io",
 	     "every open bypasses the page cache (reads become\n"
 	     "interruptible; O_DIRECT does it per open)"),

@@ -592,7 +592,7 @@ static uint32_t held_as(const char *path, enum who who)
  * An uninterruptible region is for a caller with CAP_SYS_ADMIN in the
  * daemon's user namespace, as the kernel's PR_REGION: another caller's is
  * held as killable (and the log says so), unless the mount sets
- * caller_hold_max=.  The capabilities of a user namespace of one's own
+ * caller_hold_any.  The capabilities of a user namespace of one's own
  * count for nothing.
  */
 TEST_IMPL(callers_who_holds)
@@ -605,9 +605,9 @@ TEST_IMPL(callers_who_holds)
 		{ "allow_other", ROOT, REGION_UNINTERRUPTIBLE },
 		{ "allow_other", USER, REGION_KILLABLE },
 		{ "allow_other", USER_NS, REGION_KILLABLE },
-		{ "allow_other,caller_hold_max=30", USER,
-		  REGION_UNINTERRUPTIBLE },
-		{ "allow_other,caller_hold_max=30", USER_NS,
+		{ "allow_other,caller_hold_max=30", USER, REGION_KILLABLE },
+		{ "allow_other,caller_hold_any", USER, REGION_UNINTERRUPTIBLE },
+		{ "allow_other,caller_hold_any", USER_NS,
 		  REGION_UNINTERRUPTIBLE },
 	};
 	static const char *const names[] = { "root", "nobody",
@@ -664,9 +664,13 @@ TEST_IMPL(callers_hold_bounded)
 		{ "hard,policy=region,caller_hold_max=0", 0, 0, PROMPT_MS },
 		/* A user's region is killable... */
 		{ "allow_other,hard,policy=region", NOBODY, 0, PROMPT_MS },
+		/* ...a bound alone lets it hold nothing... */
+		{ "allow_other,hard,policy=region,caller_hold_max=1", NOBODY, 0,
+		  PROMPT_MS },
 		/* ...unless the mount lets it hold, bounded all the same. */
-		{ "allow_other,hard,policy=region,caller_hold_max=1", NOBODY,
-		  700, 4000 },
+		{ "allow_other,hard,policy=region,caller_hold_any,"
+		  "caller_hold_max=1",
+		  NOBODY, 700, 4000 },
 	};
 	struct test_server s;
 

@@ -614,11 +614,11 @@ TEST_IMPL(locks_cycle_killed)
 		{ "intr", 0, REGION_UNINTERRUPTIBLE, false, NULL },
 		/* A user's region is killable, unless the mount opts in. */
 		{ "policy=region", NOBODY, REGION_KILLABLE, false, NULL },
-		{ "policy=region,caller_hold_max=60", NOBODY,
+		{ "policy=region,caller_hold_any,caller_hold_max=60", NOBODY,
 		  REGION_UNINTERRUPTIBLE, false, NULL },
 		{ "policy=region", 0, REGION_UNINTERRUPTIBLE, true, NULL },
 		{ "policy=sigmask", 0, REGION_UNINTERRUPTIBLE, true, NULL },
-		{ "policy=region,caller_hold_max=60", NOBODY,
+		{ "policy=region,caller_hold_any,caller_hold_max=60", NOBODY,
 		  REGION_UNINTERRUPTIBLE, true, NULL },
 		{ "policy=region", 0, REGION_UNINTERRUPTIBLE, false,
 		  "percall" },
