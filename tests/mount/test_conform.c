@@ -334,55 +334,21 @@ static void leave_hidden(const struct test_server *s, char *dir, size_t len)
 	ASSERT_EQ(silly_names(dir, NULL, 0), 1);
 }
 
-/* The spare server's tmpfs export, and the server, for an aborted test. */
-static char spare_tmpfs[512];
-static pid_t spare_pid;
-static struct sigaction spare_prev_abrt;
-
-static void spare_tmpfs_undo(int sig)
-{
-	/* Not left serving an export that is gone, nor the tmpfs mounted. */
-	if (spare_pid > 0)
-		kill(spare_pid, SIGKILL);
-	if (spare_tmpfs[0])
-		umount2(spare_tmpfs, MNT_DETACH);
-	sigaction(sig, &spare_prev_abrt, NULL);
-	raise(sig);
-}
-
 /*
  * Two servers on one host, each left a hidden name by a daemon that died:
- * the next mount of each removes its own, whichever comes first.  The
- * spare server exports a filesystem of its own (a tmpfs), as a second
- * server does, so that a handle of one means nothing to the other
- * (ESTALE): a shared journal would have the first mount drop the other's
- * line.
+ * the next mount of each removes its own, whichever comes first.  Each
+ * server exports a filesystem of its own (start-server's), so that a
+ * handle of one means nothing to the other (ESTALE): a shared journal
+ * would have the first mount drop the other's line.
  */
 TEST_IMPL(conform_silly_two_servers)
 {
-	struct sigaction sa = { .sa_handler = spare_tmpfs_undo };
-	char dir_a[512], dir_b[512], cmd[1200];
+	char dir_a[512], dir_b[512];
 	struct test_server a, b;
 	struct mnt m;
 
 	srv_get(&a);
-	/* A spare left running serves the disk under the tmpfs: stop it. */
-	snprintf(cmd, sizeof(cmd),
-		 "%s/stop-server --run-dir %s >/dev/null 2>&1",
-		 testenv_get("INTRFS_TEST_SCRIPTS"),
-		 testenv_get("INTRFS_TEST_SPARE_DIR"));
-	(void)!system(cmd);
-	snprintf(spare_tmpfs, sizeof(spare_tmpfs), "%s",
-		 testenv_get("INTRFS_TEST_SPARE_DIR"));
-	mkdir(spare_tmpfs, 0755);
-	snprintf(spare_tmpfs + strlen(spare_tmpfs),
-		 sizeof(spare_tmpfs) - strlen(spare_tmpfs), "/export");
-	mkdir(spare_tmpfs, 0777);
-	ASSERT_EQ(mount("tmpfs", spare_tmpfs, "tmpfs", 0, "mode=0777"), 0);
 	spare_start(&b);
-	/* After spare_start(), whose srv_get() sets the harness's own. */
-	spare_pid = b.ganesha;
-	sigaction(SIGABRT, &sa, &spare_prev_abrt);
 	leave_hidden(&a, dir_a, sizeof(dir_a));
 	leave_hidden(&b, dir_b, sizeof(dir_b));
 	mnt_start(&m, &a, "");
@@ -392,9 +358,6 @@ TEST_IMPL(conform_silly_two_servers)
 	ASSERT_EQ(silly_names(dir_b, NULL, 0), 0);
 	mnt_stop(&m);
 	spare_stop(&b);
-	spare_pid = 0;
-	ASSERT_EQ(umount2(spare_tmpfs, MNT_DETACH), 0);
-	spare_tmpfs[0] = '\0';
 	return 0;
 }
 
