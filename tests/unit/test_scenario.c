@@ -549,28 +549,45 @@ static const struct {
 	const char *state; /* "new", "old", or NULL: none (bad) */
 	const char *why; /* in the message, when bad */
 	unsigned work_left;
+	/* What a client of the server could plant instead: */
+	bool upper_symlink; /* upper/p0.a a link to a whole copy outside */
+	bool lower_symlink; /* p0.a the same */
+	bool lower_hard; /* p0.a with a second name */
 } copyup_cases[] = {
-	{ "copied", CU_SIZE, false, NULL, false, false, false, "new", NULL, 0 },
-	{ "not begun", 0, false, NULL, false, false, false, "old", NULL, 0 },
+	{ "copied", CU_SIZE, false, NULL, false, false, false, "new", NULL, 0,
+	  false, false, false },
+	{ "not begun", 0, false, NULL, false, false, false, "old", NULL, 0,
+	  false, false, false },
 	{ "a short final file", CU_SIZE / 2, false, NULL, false, false, false,
-	  NULL, "has 32768 bytes, not 65536", 0 },
+	  NULL, "has 32768 bytes, not 65536", 0, false, false, false },
 	{ "the final file's bytes wrong", CU_SIZE, true, NULL, false, false,
-	  false, NULL, "is not the lower file's bytes", 0 },
+	  false, NULL, "is not the lower file's bytes", 0, false, false,
+	  false },
 	{ "a half file under another name", 0, false, "p0.a.tmp", false, false,
-	  false, NULL, "holds a name of process 0 other than p0.a", 0 },
+	  false, NULL, "holds a name of process 0 other than p0.a", 0, false,
+	  false, false },
 	{ "a name of no process", CU_SIZE, false, "junk", false, false, false,
-	  NULL, "holds junk, no process's", 0 },
+	  NULL, "holds junk, no process's", 0, false, false, false },
 	{ "another process's name", CU_SIZE, false, "p1.a", false, false, false,
-	  NULL, "holds p1.a, no process's", 0 },
+	  NULL, "holds p1.a, no process's", 0, false, false, false },
 	{ "a temporary left by one that ended itself", 0, false, NULL, true,
 	  false, false, NULL,
 	  "keeps 1 temporary of process 0, which ended "
 	  "itself",
-	  1 },
+	  1, false, false, false },
 	{ "a temporary left by one killed", 0, false, NULL, true, true, false,
-	  "old", NULL, 1 },
+	  "old", NULL, 1, false, false, false },
 	{ "the lower file changed", CU_SIZE, false, NULL, false, false, true,
-	  NULL, "the lower file", 0 },
+	  NULL, "the lower file", 0, false, false, false },
+	{ "the final file a symbolic link to a whole copy", 0, false, NULL,
+	  false, false, false, NULL, "upper/p0.a: a symbolic link", 0, true,
+	  false, false },
+	{ "the lower file a symbolic link to a whole copy", 0, false, NULL,
+	  false, false, false, NULL, "p0.a: a symbolic link", 0, false, true,
+	  false },
+	{ "the lower file a hard link", 0, false, NULL, false, false, false,
+	  NULL, "p0.a: a file with other names too (a hard link", 0, false,
+	  false, true },
 };
 
 static int rm_one(const char *path, const struct stat *st, int flag,
@@ -616,14 +633,42 @@ TEST_IMPL(scenario_copyup_check)
 		  0);
 	for (size_t i = 0; i < ARRAY_SIZE(copyup_cases); i++) {
 		char dir[] = "/tmp/intrfs-test-cu.XXXXXX", up[64], wk[64];
-		char path[96], why[1024];
+		char out[] = "/tmp/intrfs-test-cu-out.XXXXXX";
+		char path[96], copy[96], why[1024];
+		struct work_at at = { -1, dir }, upper = { -1, up },
+			       work = { -1, wk };
 		const char *got, *seen;
 		unsigned left = 99;
 
 		ASSERT_NOT_NULL(mkdtemp(dir));
-		ASSERT_EQ(work_prepare(&s, dir, 0), 0);
+		ASSERT_NOT_NULL(mkdtemp(out));
+		at.fd = open(dir, O_PATH | O_DIRECTORY);
+		ASSERT_GE(at.fd, 0);
+		ASSERT_EQ(work_prepare(&s, &at, 0), 0);
 		snprintf(up, sizeof(up), "%s/upper", dir);
 		snprintf(wk, sizeof(wk), "%s/work", dir);
+		upper.fd = open(up, O_PATH | O_DIRECTORY);
+		work.fd = open(wk, O_PATH | O_DIRECTORY);
+		ASSERT_GE(upper.fd, 0);
+		ASSERT_GE(work.fd, 0);
+		/* A whole copy outside, for the links. */
+		snprintf(copy, sizeof(copy), "%s/copy", out);
+		put_file(copy, CU_SIZE, false);
+		if (copyup_cases[i].upper_symlink) {
+			snprintf(path, sizeof(path), "%s/p0.a", up);
+			ASSERT_EQ(symlink(copy, path), 0);
+		}
+		snprintf(path, sizeof(path), "%s/p0.a", dir);
+		if (copyup_cases[i].lower_symlink) {
+			ASSERT_EQ(unlink(path), 0);
+			ASSERT_EQ(symlink(copy, path), 0);
+		}
+		if (copyup_cases[i].lower_hard) {
+			char again[96];
+
+			snprintf(again, sizeof(again), "%s/again", dir);
+			ASSERT_EQ(link(path, again), 0);
+		}
 		if (copyup_cases[i].upper_size) {
 			snprintf(path, sizeof(path), "%s/p0.a", up);
 			put_file(path, copyup_cases[i].upper_size,
@@ -643,7 +688,7 @@ TEST_IMPL(scenario_copyup_check)
 			put_file(path, CU_SIZE, true);
 		}
 		why[0] = '\0';
-		got = work_copyup_check(&s, dir, up, wk, 0, ST_ANY,
+		got = work_copyup_check(&s, &at, &upper, &work, 0, ST_ANY,
 					copyup_cases[i].killed, why,
 					sizeof(why), &seen, &left);
 		if (copyup_cases[i].state) {
@@ -665,7 +710,7 @@ TEST_IMPL(scenario_copyup_check)
 		if (copyup_cases[i].state) {
 			bool is_new = !strcmp(copyup_cases[i].state, "new");
 
-			got = work_copyup_check(&s, dir, up, wk, 0,
+			got = work_copyup_check(&s, &at, &upper, &work, 0,
 						is_new ? ST_OLD : ST_NEW,
 						copyup_cases[i].killed, why,
 						sizeof(why), &seen, &left);
@@ -673,7 +718,11 @@ TEST_IMPL(scenario_copyup_check)
 			ASSERT_STR_EQ(seen, copyup_cases[i].state);
 			ASSERT_CONTAINS(why, "the upper directory is");
 		}
+		close(at.fd);
+		close(upper.fd);
+		close(work.fd);
 		ASSERT_EQ(rm_tree(dir), 0);
+		ASSERT_EQ(rm_tree(out), 0);
 	}
 	return 0;
 }

@@ -10,6 +10,7 @@
  * does not exit after its unmount has its stacks kept before it is killed.
  */
 #include "scenario.h"
+#include "beneath.h"
 #include "intrfs/util.h"
 #include "mntrig.h"
 #include "proc.h"
@@ -174,16 +175,36 @@ int rig_netfault_ask(struct rig *r, const char *req, char *ans, size_t len)
 
 int rig_dir_make(struct rig *r, unsigned seq, char *err, size_t len)
 {
+	int top = beneath_root(r->srv->export_dir), rc;
+
+	r->dir_fd = -1;
 	snprintf(r->sub, sizeof(r->sub), "scn-%d-%u", (int)getpid(), seq);
 	snprintf(r->local, sizeof(r->local), "%s/%s", r->srv->export_dir,
 		 r->sub);
-	if (mkdir(r->local, 0777) < 0 || chmod(r->local, 0777) < 0) {
-		snprintf(err, len, "mkdir %s: %s", r->local, strerror(errno));
+	rc = top < 0 ? top : beneath_mkdir_mode(top, r->sub, 0777);
+	if (rc == 0)
+		rc = r->dir_fd =
+			beneath_open(top, r->sub, O_PATH | O_DIRECTORY, 0);
+	if (top >= 0)
+		close(top);
+	if (rc < 0) {
+		r->dir_fd = -1;
+		snprintf(err, len, "mkdir %s: %s", r->local,
+			 beneath_strerror(rc));
+		r->local[0] = '\0';
 		return -1;
 	}
 	return 0;
 }
 
+void rig_dir_close(struct rig *r)
+{
+	if (r->dir_fd >= 0)
+		close(r->dir_fd);
+	r->dir_fd = -1;
+}
+
+/* For the run's own directories: removes what nftw() walks to. */
 static int rm_one(const char *path, const struct stat *st, int flag,
 		  struct FTW *ftw)
 {
@@ -195,8 +216,17 @@ static int rm_one(const char *path, const struct stat *st, int flag,
 
 void rig_dir_remove(struct rig *r)
 {
-	if (r->local[0])
-		nftw(r->local, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	int top, rc;
+
+	if (!r->local[0])
+		return;
+	top = beneath_root(r->srv->export_dir);
+	rc = top < 0 ? top : beneath_remove_tree(top, r->sub);
+	if (rc < 0)
+		fprintf(stderr, "intrfs-scenario: removing %s: %s\n", r->local,
+			beneath_strerror(rc));
+	if (top >= 0)
+		close(top);
 }
 
 /*
@@ -378,8 +408,16 @@ void rig_overlay_umount(struct rig *r)
 
 int rig_copyup_make(struct rig *r, char *err, size_t len)
 {
+	struct work_at cu = { -1, r->cu };
+	int rc = -1;
+
 	snprintf(r->cu, sizeof(r->cu), "%s/cu.%u", r->run_dir, ++r->seq);
-	if (mkdir(r->cu, 0700) < 0 || work_copyup_dirs(r->cu) < 0) {
+	if (mkdir(r->cu, 0700) == 0 &&
+	    (cu.fd = open(r->cu, O_PATH | O_DIRECTORY | O_CLOEXEC)) >= 0)
+		rc = work_copyup_dirs(&cu);
+	if (cu.fd >= 0)
+		close(cu.fd);
+	if (rc < 0) {
 		snprintf(err, len, "copyup's directories in %s: %s", r->cu,
 			 strerror(errno));
 		rig_copyup_remove(r);

@@ -6,6 +6,8 @@
  * and one JSON object out.
  */
 #include "scenario.h"
+
+#include "beneath.h"
 #include "intrfs/util.h"
 #include "proc.h"
 
@@ -126,6 +128,48 @@ static void copyup_dirs(const struct scenario *s, const struct rig *r,
 
 	snprintf(upper, len, "%s/upper", base);
 	snprintf(work, len, "%s/work", base);
+}
+
+/*
+ * Process k's copy-up checked: the lower file in the scenario's directory
+ * on the export, upper and work as the check reads them (the export's,
+ * beneath that directory; or the run's local ones).  Its state, or NULL
+ * with why in p.
+ */
+static const char *copyup_check(const struct scenario *s, const struct rig *r,
+				unsigned k, enum scn_state want, struct proc *p)
+{
+	char up[SCN_TEXT_MAX + 96], wk[SCN_TEXT_MAX + 96];
+	struct work_at dir = { r->dir_fd, r->local };
+	struct work_at upper = { -1, up }, work = { -1, wk };
+	bool killed = p->rep.result == RES_KILLED || p->rep.result == RES_HUNG;
+	const char *state = NULL;
+	int base;
+
+	copyup_dirs(s, r, true, up, wk, sizeof(up));
+	base = s->upper_intrfs ? dup(r->dir_fd) :
+				 open(r->cu, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (base >= 0) {
+		upper.fd = beneath_open(base, "upper", O_PATH | O_DIRECTORY, 0);
+		work.fd = beneath_open(base, "work", O_PATH | O_DIRECTORY, 0);
+		close(base);
+	}
+	if (base < 0 || upper.fd < 0 || work.fd < 0)
+		snprintf(p->state_why, sizeof(p->state_why), "%s: %s",
+			 upper.fd < 0 ? up : wk,
+			 base < 0 ? strerror(errno) :
+				    beneath_strerror(upper.fd < 0 ? upper.fd :
+								    work.fd));
+	else
+		state = work_copyup_check(s, &dir, &upper, &work, k, want,
+					  killed, p->state_why,
+					  sizeof(p->state_why), &p->seen,
+					  &p->work_left);
+	if (upper.fd >= 0)
+		close(upper.fd);
+	if (work.fd >= 0)
+		close(work.fd);
+	return state;
 }
 
 /* Forks the processes; each gets ready (opens its file) and waits. */
@@ -833,14 +877,18 @@ bool run_scenario(const struct scenario *s, struct rig *r,
 	join_opts(s->mount, extra_opts, opts, sizeof(opts));
 	run_current_rig = r;
 	rig_cell_begin(r, s->name, seq);
+	/* No directory of this scenario's yet (none of the one before). */
+	r->local[0] = '\0';
+	r->dir_fd = -1;
 	if (rig_netfault_start(r, o->error, sizeof(o->error)) < 0 ||
 	    rig_dir_make(r, seq, o->error, sizeof(o->error)) < 0)
 		goto out;
 	for (unsigned k = 0; k < s->procs; k++)
-		if (work_prepare(s, r->local, k) < 0) {
+		if (work_prepare(s, &(struct work_at){ r->dir_fd, r->local },
+				 k) < 0) {
 			snprintf(o->error, sizeof(o->error),
 				 "preparing process %u's files in %s: %s", k,
-				 r->local, strerror(errno));
+				 r->local, beneath_strerror(errno));
 			goto out;
 		}
 	if (rig_mount(r, opts, o->error, sizeof(o->error)) < 0)
@@ -900,21 +948,14 @@ out:
 							   sizeof(p->state_why),
 							   &p->seen);
 			} else if (s->op == OP_COPYUP) {
-				char up[SCN_TEXT_MAX + 96],
-					wk[SCN_TEXT_MAX + 96];
-				bool killed = p->rep.result == RES_KILLED ||
-					      p->rep.result == RES_HUNG;
-
-				copyup_dirs(s, r, true, up, wk, sizeof(up));
-				p->state = work_copyup_check(
-					s, r->local, up, wk, k, want, killed,
-					p->state_why, sizeof(p->state_why),
-					&p->seen, &p->work_left);
+				p->state = copyup_check(s, r, k, want, p);
 			} else {
-				p->state = work_check(s, r->local, k, want,
-						      p->state_why,
-						      sizeof(p->state_why),
-						      &p->seen);
+				p->state = work_check(
+					s,
+					&(struct work_at){ r->dir_fd,
+							   r->local },
+					k, want, p->state_why,
+					sizeof(p->state_why), &p->seen);
 			}
 		}
 		evaluate(s, o);
@@ -933,6 +974,7 @@ out:
 		printf("     kept %s\n", r->local);
 	if (o->kept[0])
 		printf("     logs kept in %s\n", o->kept);
+	rig_dir_close(r);
 	passed = o->passed;
 	run_current_rig = NULL;
 	free(o);

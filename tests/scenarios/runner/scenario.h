@@ -222,13 +222,24 @@ unsigned char work_new_byte(unsigned k, uint64_t off);
 const char *work_lock_state(const struct work_report *rep, enum scn_state want,
 			    char *buf, size_t len, const char **seen);
 /*
- * Prepares process k's old state below dir (the export, seen locally);
- * for copyup with upper=intrfs, process 0 makes the empty upper/ and
- * work/ there too.
+ * A directory the runner prepares or checks as root, by name: every name
+ * below it is resolved beneath fd (tests/lib/beneath.h), never through a
+ * link a client of the server planted; path is for messages.
  */
-int work_prepare(const struct scenario *s, const char *dir, unsigned k);
-/* Makes base/upper and base/work, empty, for copyup. */
-int work_copyup_dirs(const char *base);
+struct work_at {
+	int fd;
+	const char *path;
+};
+
+/*
+ * Prepares process k's old state below dir (the export, seen locally):
+ * its files made anew (O_EXCL); for copyup with upper=intrfs, process 0
+ * makes the empty upper/ and work/ there too.  0, or -1 with errno.
+ */
+int work_prepare(const struct scenario *s, const struct work_at *dir,
+		 unsigned k);
+/* Makes base/upper and base/work, empty, for copyup; -1 with errno. */
+int work_copyup_dirs(const struct work_at *base);
 /*
  * The child's body: installs the signal action, declares its region,
  * gets ready in d (opens what it needs), writes a byte to ready_fd, waits
@@ -242,10 +253,10 @@ void work_child(const struct scenario *s, const struct work_dirs *d, unsigned k,
  * ST_OLD or ST_ANY); returns the state found ("new", "old", "mixed" for a
  * write partly done, which passes ST_ANY) or NULL with why in buf.  *seen
  * is the state found even when it is not the one wanted, NULL when the
- * export is in none of them (torn, missing, at two places).
+ * export is in none of them (torn, missing, at two places, a link).
  */
-const char *work_check(const struct scenario *s, const char *dir, unsigned k,
-		       enum scn_state want, char *buf, size_t len,
+const char *work_check(const struct scenario *s, const struct work_at *dir,
+		       unsigned k, enum scn_state want, char *buf, size_t len,
 		       const char **seen);
 
 /*
@@ -256,11 +267,11 @@ const char *work_check(const struct scenario *s, const char *dir, unsigned k,
  * k's, "old" when it holds nothing of k's.  *work_left counts k's
  * temporaries left in work, which only a killed process may leave.
  */
-const char *work_copyup_check(const struct scenario *s, const char *dir,
-			      const char *upper, const char *work, unsigned k,
-			      enum scn_state want, bool killed, char *buf,
-			      size_t len, const char **seen,
-			      unsigned *work_left);
+const char *
+work_copyup_check(const struct scenario *s, const struct work_at *dir,
+		  const struct work_at *upper, const struct work_at *work,
+		  unsigned k, enum scn_state want, bool killed, char *buf,
+		  size_t len, const char **seen, unsigned *work_left);
 
 /* The rig: what a scenario runs against. */
 struct rig_server {
@@ -318,6 +329,7 @@ struct rig {
 	/* the mount */
 	char sub[64]; /* the scenario's directory, below the export */
 	char local[SCN_TEXT_MAX + 80]; /* that directory, seen locally */
+	int dir_fd; /* that directory (O_PATH), opened beneath the export */
 	char mnt[128]; /* the mount point */
 	char mnt_log[160]; /* the daemon's log, kept until rig_cell_end() */
 	/* The daemon's first hung-task report (its watchdog, hung_timeout=),
@@ -375,9 +387,15 @@ void rig_netfault_stop(struct rig *r);
  * line in ans.  Returns 0 when the answer says ok.
  */
 int rig_netfault_ask(struct rig *r, const char *req, char *ans, size_t len);
-/* Makes the scenario's directory on the export. */
+/*
+ * Makes the scenario's directory on the export (0777, O_EXCL: made anew,
+ * beneath the export's root) and opens it (r->dir_fd).  rig_dir_remove()
+ * removes it with what is in it, never through a link; rig_dir_close()
+ * closes it, kept.
+ */
 int rig_dir_make(struct rig *r, unsigned seq, char *err, size_t len);
 void rig_dir_remove(struct rig *r);
+void rig_dir_close(struct rig *r);
 /* Mounts the scenario's directory through netfault with opts. */
 int rig_mount(struct rig *r, const char *opts, char *err, size_t len);
 /*

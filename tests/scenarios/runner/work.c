@@ -5,9 +5,16 @@
  * p<k>.a in the upper directory and p<k>.a.tmp in the work directory): an
  * old byte and a new byte differ at every offset, so a written file shows
  * byte by byte what reached the server.
+ *
+ * The runner is root, and the export holds what any client of the server
+ * put there: every name the preparation and the checks open is resolved
+ * beneath the scenario's directory (struct work_at, tests/lib/beneath.h),
+ * never through a symbolic link, and a file a check reads must have no
+ * other name (a hard link): either is refused and named.
  */
 #include "scenario.h"
 
+#include "beneath.h"
 #include "pr_region.h"
 
 #include <intrfs/region.h>
@@ -54,13 +61,25 @@ static void fill(unsigned char *buf, size_t len, unsigned k, uint64_t off,
 			       work_old_byte(k, off + i);
 }
 
-static int write_old_file(const char *path, uint64_t size, unsigned k)
+/* name's path below at, for messages. */
+static const char *at_path(const struct work_at *at, const char *name,
+			   char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/%s", at->path, name);
+	return buf;
+}
+
+/* name made anew below at with k's old bytes; -1 with errno. */
+static int write_old_file(const struct work_at *at, const char *name,
+			  uint64_t size, unsigned k)
 {
 	unsigned char buf[65536];
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+	int fd = beneath_open(at->fd, name, O_WRONLY | O_CREAT | O_EXCL, 0666);
 
-	if (fd < 0)
+	if (fd < 0) {
+		errno = -fd;
 		return -1;
+	}
 	for (uint64_t off = 0; off < size;) {
 		size_t n = size - off < sizeof(buf) ? (size_t)(size - off) :
 						      sizeof(buf);
@@ -79,16 +98,11 @@ static int write_old_file(const char *path, uint64_t size, unsigned k)
 	return 0;
 }
 
-static const char *join(const char *dir, const char *name, char *buf,
-			size_t len)
+int work_prepare(const struct scenario *s, const struct work_at *dir,
+		 unsigned k)
 {
-	snprintf(buf, len, "%s/%s", dir, name);
-	return buf;
-}
-
-int work_prepare(const struct scenario *s, const char *dir, unsigned k)
-{
-	char a[32], b[32], path[SCN_TEXT_MAX + 64];
+	char a[32], b[32];
+	int rc, d;
 
 	work_names(s, k, a, b, sizeof(a));
 	switch (s->op) {
@@ -98,27 +112,36 @@ int work_prepare(const struct scenario *s, const char *dir, unsigned k)
 	case OP_STAT:
 	case OP_REMOVE:
 	case OP_RENAME:
-		return write_old_file(join(dir, a, path, sizeof(path)), s->size,
-				      k);
+		return write_old_file(dir, a, s->size, k);
 	case OP_COPYUP:
 		if (k == 0 && s->upper_intrfs && work_copyup_dirs(dir) < 0)
 			return -1;
-		return write_old_file(join(dir, a, path, sizeof(path)), s->size,
-				      k);
+		return write_old_file(dir, a, s->size, k);
 	case OP_LOCK:
-		return write_old_file(join(dir, a, path, sizeof(path)), 1, k);
+		return write_old_file(dir, a, 1, k);
 	case OP_READDIR:
-		if (mkdir(join(dir, a, path, sizeof(path)), 0777) < 0)
+		rc = beneath_mkdir(dir->fd, a, 0777);
+		d = rc < 0 ? rc :
+			     beneath_open(dir->fd, a, O_PATH | O_DIRECTORY, 0);
+		if (d < 0) {
+			errno = -d;
 			return -1;
+		}
 		for (unsigned i = 0; i < s->entries; i++) {
-			char e[SCN_TEXT_MAX + 96];
+			char e[16];
 			int fd;
 
-			snprintf(e, sizeof(e), "%s/e%05u", path, i);
-			fd = open(e, O_WRONLY | O_CREAT, 0666);
-			if (fd < 0 || close(fd) < 0)
+			snprintf(e, sizeof(e), "e%05u", i);
+			fd = beneath_open(d, e, O_WRONLY | O_CREAT | O_EXCL,
+					  0666);
+			if (fd < 0 || close(fd) < 0) {
+				if (fd < 0)
+					errno = -fd;
+				close(d);
 				return -1;
+			}
 		}
+		close(d);
 		return 0;
 	case OP_CREATE:
 	case OP_MKDIR:
@@ -127,17 +150,26 @@ int work_prepare(const struct scenario *s, const char *dir, unsigned k)
 	return 0;
 }
 
-int work_copyup_dirs(const char *base)
+int work_copyup_dirs(const struct work_at *base)
 {
-	char path[SCN_TEXT_MAX + 64];
-
 	/* 0777: the workload's processes write there through the mount. */
-	if (mkdir(join(base, "upper", path, sizeof(path)), 0777) < 0 ||
-	    chmod(path, 0777) < 0 ||
-	    mkdir(join(base, "work", path, sizeof(path)), 0777) < 0 ||
-	    chmod(path, 0777) < 0)
+	int rc = beneath_mkdir_mode(base->fd, "upper", 0777);
+
+	if (rc == 0)
+		rc = beneath_mkdir_mode(base->fd, "work", 0777);
+	if (rc < 0) {
+		errno = -rc;
 		return -1;
+	}
 	return 0;
+}
+
+/* The workload's paths: through the mount (or the overlay on it). */
+static const char *join(const char *dir, const char *name, char *buf,
+			size_t len)
+{
+	snprintf(buf, len, "%s/%s", dir, name);
+	return buf;
 }
 
 static volatile sig_atomic_t sigs_seen;
@@ -586,17 +618,23 @@ void work_child(const struct scenario *s, const struct work_dirs *d, unsigned k,
 	_exit(0);
 }
 
-/* The state of a file that should hold k's old or new bytes. */
-static const char *check_bytes(const struct scenario *s, const char *path,
+/*
+ * The state of name below at, a file of its own that should hold k's old
+ * or new bytes.
+ */
+static const char *check_bytes(const struct scenario *s,
+			       const struct work_at *at, const char *name,
 			       unsigned k, char *buf, size_t len)
 {
 	unsigned char chunk[65536];
 	uint64_t off = 0, olds = 0, news = 0;
-	int fd = open(path, O_RDONLY);
+	char path[SCN_TEXT_MAX + 64];
+	int fd = beneath_open_file(at->fd, name, O_RDONLY, 0);
 	struct stat st;
 
+	at_path(at, name, path, sizeof(path));
 	if (fd < 0) {
-		snprintf(buf, len, "%s: %s", path, strerror(errno));
+		snprintf(buf, len, "%s: %s", path, beneath_strerror(fd));
 		return NULL;
 	}
 	if (fstat(fd, &st) < 0 || (uint64_t)st.st_size != s->size) {
@@ -642,32 +680,48 @@ static const char *check_bytes(const struct scenario *s, const char *path,
 	return "mixed";
 }
 
-static bool exists(const char *path, mode_t type)
+static bool exists(const struct work_at *at, const char *name, mode_t type)
 {
 	struct stat st;
 
-	return lstat(path, &st) == 0 && (st.st_mode & S_IFMT) == type;
+	return beneath_lstat(at->fd, name, &st) == 0 &&
+	       (st.st_mode & S_IFMT) == type;
 }
 
-const char *work_check(const struct scenario *s, const char *dir, unsigned k,
-		       enum scn_state want, char *buf, size_t len,
+/* name below at as a directory stream, or NULL with errno. */
+static DIR *open_dir(const struct work_at *at, const char *name)
+{
+	int fd = beneath_open(at->fd, name, O_RDONLY | O_DIRECTORY, 0);
+	DIR *d;
+
+	if (fd < 0) {
+		errno = -fd;
+		return NULL;
+	}
+	d = fdopendir(fd);
+	if (!d)
+		close(fd);
+	return d;
+}
+
+const char *work_check(const struct scenario *s, const struct work_at *dir,
+		       unsigned k, enum scn_state want, char *buf, size_t len,
 		       const char **seen)
 {
-	char a[32], b[32], pa[SCN_TEXT_MAX + 64], pb[SCN_TEXT_MAX + 64];
+	char a[32], b[32], pa[SCN_TEXT_MAX + 64];
 	const char *got = NULL;
 	bool ha, hb;
 
 	*seen = NULL;
 
 	work_names(s, k, a, b, sizeof(a));
-	join(dir, a, pa, sizeof(pa));
-	join(dir, b, pb, sizeof(pb));
+	at_path(dir, a, pa, sizeof(pa));
 	switch (s->op) {
 	case OP_READ:
 	case OP_STAT:
 	case OP_WRITE:
 	case OP_FSYNC:
-		got = check_bytes(s, pa, k, buf, len);
+		got = check_bytes(s, dir, a, k, buf, len);
 		if (got && (s->op == OP_READ || s->op == OP_STAT) &&
 		    strcmp(got, "old") != 0) {
 			snprintf(buf, len, "%s changed (%s)", pa, got);
@@ -678,11 +732,12 @@ const char *work_check(const struct scenario *s, const char *dir, unsigned k,
 		break;
 	case OP_READDIR: {
 		unsigned n = 0;
-		DIR *d = opendir(pa);
+		DIR *d = open_dir(dir, a);
 		struct dirent *e;
 
 		if (!d) {
-			snprintf(buf, len, "%s: %s", pa, strerror(errno));
+			snprintf(buf, len, "%s: %s", pa,
+				 beneath_strerror(errno));
 			return NULL;
 		}
 		while ((e = readdir(d)))
@@ -696,7 +751,7 @@ const char *work_check(const struct scenario *s, const char *dir, unsigned k,
 		return *seen = "unchanged";
 	}
 	case OP_CREATE:
-		got = exists(pa, S_IFREG) ? "new" : "old";
+		got = exists(dir, a, S_IFREG) ? "new" : "old";
 		break;
 	case OP_LOCK:
 		/* What a lock leaves is the report's: work_lock_state(). */
@@ -706,20 +761,20 @@ const char *work_check(const struct scenario *s, const char *dir, unsigned k,
 		snprintf(buf, len, "copyup is checked by work_copyup_check()");
 		return NULL;
 	case OP_MKDIR:
-		got = exists(pa, S_IFDIR) ? "new" : "old";
+		got = exists(dir, a, S_IFDIR) ? "new" : "old";
 		break;
 	case OP_REMOVE:
-		if (!exists(pa, S_IFREG))
+		if (!exists(dir, a, S_IFREG))
 			got = "new";
-		else if ((got = check_bytes(s, pa, k, buf, len)) &&
+		else if ((got = check_bytes(s, dir, a, k, buf, len)) &&
 			 strcmp(got, "old") != 0) {
 			snprintf(buf, len, "%s is still there, changed", pa);
 			return NULL;
 		}
 		break;
 	case OP_RENAME:
-		ha = exists(pa, S_IFREG);
-		hb = exists(pb, S_IFREG);
+		ha = exists(dir, a, S_IFREG);
+		hb = exists(dir, b, S_IFREG);
 		if (ha == hb) {
 			if (ha)
 				snprintf(buf, len,
@@ -730,7 +785,7 @@ const char *work_check(const struct scenario *s, const char *dir, unsigned k,
 					 b);
 			return NULL;
 		}
-		got = check_bytes(s, ha ? pa : pb, k, buf, len);
+		got = check_bytes(s, dir, ha ? a : b, k, buf, len);
 		if (got && strcmp(got, "old") != 0) {
 			snprintf(buf, len, "the renamed file's bytes changed");
 			return NULL;
@@ -767,10 +822,10 @@ static int owner_of(const char *name, unsigned procs)
  * Process k's names in dir: *mine counts them, and *other is set to the
  * first name there of no process (none: "").  -1 when dir cannot be read.
  */
-static int scan_dir(const char *dir, unsigned procs, unsigned k, unsigned *mine,
-		    char *other, size_t olen)
+static int scan_dir(const struct work_at *dir, unsigned procs, unsigned k,
+		    unsigned *mine, char *other, size_t olen)
 {
-	DIR *d = opendir(dir);
+	DIR *d = open_dir(dir, ".");
 	struct dirent *e;
 
 	*mine = 0;
@@ -791,11 +846,11 @@ static int scan_dir(const char *dir, unsigned procs, unsigned k, unsigned *mine,
 	return 0;
 }
 
-const char *work_copyup_check(const struct scenario *s, const char *dir,
-			      const char *upper, const char *work, unsigned k,
-			      enum scn_state want, bool killed, char *buf,
-			      size_t len, const char **seen,
-			      unsigned *work_left)
+const char *
+work_copyup_check(const struct scenario *s, const struct work_at *dir,
+		  const struct work_at *upper, const struct work_at *work,
+		  unsigned k, enum scn_state want, bool killed, char *buf,
+		  size_t len, const char **seen, unsigned *work_left)
 {
 	char a[32], b[32], path[SCN_TEXT_MAX + 64], other[256];
 	const char *got, *bytes;
@@ -805,49 +860,57 @@ const char *work_copyup_check(const struct scenario *s, const char *dir,
 	*work_left = 0;
 	work_names(s, k, a, b, sizeof(a));
 	/* Copy-up reads the lower file; nothing may change it. */
-	bytes = check_bytes(s, join(dir, a, path, sizeof(path)), k, buf, len);
+	bytes = check_bytes(s, dir, a, k, buf, len);
 	if (!bytes)
 		return NULL;
 	if (strcmp(bytes, "old") != 0) {
-		snprintf(buf, len, "the lower file %s changed (%s)", path,
-			 bytes);
+		snprintf(buf, len, "the lower file %s changed (%s)",
+			 at_path(dir, a, path, sizeof(path)), bytes);
 		return NULL;
 	}
 	if (scan_dir(work, s->procs, k, work_left, other, sizeof(other)) < 0) {
-		snprintf(buf, len, "%s: %s", work, strerror(errno));
+		snprintf(buf, len, "%s: %s", work->path,
+			 beneath_strerror(errno));
 		return NULL;
 	}
 	if (*work_left && !killed) {
 		snprintf(buf, len,
 			 "%s keeps %u temporar%s of process %u, which ended "
 			 "itself",
-			 work, *work_left, *work_left == 1 ? "y" : "ies", k);
+			 work->path, *work_left, *work_left == 1 ? "y" : "ies",
+			 k);
 		return NULL;
 	}
 	if (other[0]) {
-		snprintf(buf, len, "%s holds %s, no process's", work, other);
+		snprintf(buf, len, "%s holds %s, no process's", work->path,
+			 other);
 		return NULL;
 	}
 	if (scan_dir(upper, s->procs, k, &in_upper, other, sizeof(other)) < 0) {
-		snprintf(buf, len, "%s: %s", upper, strerror(errno));
+		snprintf(buf, len, "%s: %s", upper->path,
+			 beneath_strerror(errno));
 		return NULL;
 	}
 	if (other[0]) {
-		snprintf(buf, len, "%s holds %s, no process's", upper, other);
+		snprintf(buf, len, "%s holds %s, no process's", upper->path,
+			 other);
 		return NULL;
 	}
-	join(upper, a, path, sizeof(path));
+	at_path(upper, a, path, sizeof(path));
 	if (in_upper == 0) {
 		got = "old";
-	} else if (in_upper > 1 || !exists(path, S_IFREG)) {
+	} else if (in_upper == 1 && exists(upper, a, S_IFLNK)) {
+		snprintf(buf, len, "%s: %s", path, beneath_strerror(-ELOOP));
+		return NULL;
+	} else if (in_upper > 1 || !exists(upper, a, S_IFREG)) {
 		snprintf(buf, len,
 			 "%s holds a name of process %u other than %s (%u "
 			 "in all)",
-			 upper, k, a, in_upper);
+			 upper->path, k, a, in_upper);
 		return NULL;
 	} else {
 		/* The copy is whole when it holds the lower (old) bytes. */
-		bytes = check_bytes(s, path, k, buf, len);
+		bytes = check_bytes(s, upper, a, k, buf, len);
 		if (!bytes)
 			return NULL;
 		if (strcmp(bytes, "old") != 0) {
