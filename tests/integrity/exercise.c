@@ -161,6 +161,12 @@ static const char usage_text2[] =
 	"                      test the exerciser itself: flip one byte on the\n"
 	"                      export behind the mount's back before the final\n"
 	"                      check, which must then fail\n"
+	"    --self-test-link  test the exerciser itself: before the unmount,\n"
+	"                      put a symbolic link in place of one of worker\n"
+	"                      0's files through the mount (over NFS, as any\n"
+	"                      client of the server can), pointing outside the\n"
+	"                      export at a copy of its bytes: the check of the\n"
+	"                      export must refuse to follow it\n"
 	"    -v, --verbose     print every operation\n"
 	"    -h, --help        print this text\n"
 	"\n"
@@ -793,6 +799,7 @@ static void parse(int argc, char **argv)
 		O_WORKDIR,
 		O_KEEP,
 		O_CORRUPT,
+		O_LINK,
 		O_KINDS,
 	};
 	static const struct option lo[] = {
@@ -815,6 +822,7 @@ static void parse(int argc, char **argv)
 		{ "workdir", required_argument, NULL, O_WORKDIR },
 		{ "keep", no_argument, NULL, O_KEEP },
 		{ "self-test-corrupt", no_argument, NULL, O_CORRUPT },
+		{ "self-test-link", no_argument, NULL, O_LINK },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -899,6 +907,9 @@ static void parse(int argc, char **argv)
 			break;
 		case O_CORRUPT:
 			o.self_test_corrupt = true;
+			break;
+		case O_LINK:
+			o.self_test_link = true;
 			break;
 		case 'v':
 			o.verbose = true;

@@ -28,6 +28,7 @@ struct xopts {
 	const char *intrfs, *netfault, *mount_opts;
 	bool faults, signals, keep, verbose;
 	bool self_test_corrupt; /* flip one byte on the export before checking */
+	bool self_test_link; /* a file made a link to its bytes, over NFS */
 	unsigned stuck_s; /* a worker that makes no progress this long fails */
 };
 

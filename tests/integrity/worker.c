@@ -1089,6 +1089,53 @@ static void final_mount_check(struct worker *w)
 	op_end(w, XOP_READDIR, "ok");
 }
 
+/*
+ * --self-test-link: what any client of the server can do to the export.
+ * One of worker 0's files, closed, is replaced through the mount (over
+ * NFS) by a symbolic link to a copy of its bytes outside the export, in
+ * the run's work directory (the mount point's parent, root's): a check
+ * of the export that follows it finds every byte right.
+ */
+static void plant_link(struct worker *w)
+{
+	static uint8_t buf[MODEL_MAX + 1];
+
+	for (unsigned i = 0; i < MAX_FILES; i++) {
+		struct wfile *f = &w->f[i];
+		char copy[700], *slash;
+		ssize_t n;
+		int fd;
+
+		if (!f->used || f->m.lo == 0)
+			continue;
+		fd = open(mpath(w, f->name), O_RDONLY);
+		n = fd < 0 ? -1 : read(fd, buf, sizeof(buf));
+		if (fd >= 0)
+			close(fd);
+		/* The work directory: the mount's, less "/mnt/wK". */
+		snprintf(copy, sizeof(copy), "%s", w->dir);
+		for (int up = 0; up < 2 && (slash = strrchr(copy, '/')); up++)
+			*slash = '\0';
+		snprintf(copy + strlen(copy), sizeof(copy) - strlen(copy),
+			 "/copy-w%u-%s", w->k, f->name);
+		if (n < 0)
+			wfail(w, "self-test: cannot read %s", f->name);
+		fd = open(copy, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
+		if (fd < 0 || write(fd, buf, (size_t)n) != n || close(fd) < 0)
+			wfail(w, "self-test: cannot write %s", copy);
+		if (unlink(mpath(w, f->name)) < 0 ||
+		    symlink(copy, mpath(w, f->name)) < 0)
+			wfail(w, "self-test: cannot replace %s: %s", f->name,
+			      strerror(errno));
+		fprintf(stderr,
+			"intrfs-exercise: self-test: %s/%s is now a symbolic "
+			"link to %s, a copy of its %zd bytes\n",
+			w->local, f->name, copy, n);
+		return;
+	}
+	wfail(w, "self-test: no file with bytes to replace");
+}
+
 /* --self-test-corrupt: flip a certain byte of a file on the export. */
 static void corrupt_one(struct worker *w)
 {
@@ -1230,6 +1277,8 @@ int worker_main(const struct xopts *o, unsigned k, struct xshared *sh, int ctl,
 	send_byte(&w, 'D');
 	wait_byte(&w, 'C');
 	final_mount_check(&w);
+	if (o->self_test_link && k == 0)
+		plant_link(&w);
 	send_byte(&w, 'F');
 	wait_byte(&w, 'U');
 	export_check(&w);

@@ -136,3 +136,29 @@ TEST_IMPL(integrity_detects_corruption)
 	ASSERT_CONTAINS(out, "the last 20 operations of worker 0 (seed 1)");
 	return 0;
 }
+
+/*
+ * A symbolic link a client of the server put in place of a file, over NFS
+ * (--self-test-link: to a copy of the file's bytes, outside the export),
+ * is refused and named by the check of the export: following it would
+ * find every byte right, and a root tool that follows links there reads
+ * (or writes) whatever they point at.
+ */
+TEST_IMPL(integrity_refuses_planted_link)
+{
+	static char out[1 << 20];
+	struct test_server s;
+
+	srv_get(&s);
+	ASSERT_EQ(exercise((const char *const[]){ "--seed", "1", "--ops", "300",
+						  "--procs", "2", "--no-faults",
+						  "--no-signals",
+						  "--self-test-link", NULL },
+			   out, sizeof(out)),
+		  1);
+	ASSERT_CONTAINS(out, "is now a symbolic link to ");
+	ASSERT_CONTAINS(out, "(seed 1) worker 0, check of the export after "
+			     "the unmount: ");
+	ASSERT_CONTAINS(out, "a symbolic link (not followed)");
+	return 0;
+}
