@@ -14,6 +14,7 @@
  * with this process, PR_SET_PDEATHSIG).  One thread, no locks.
  */
 #include "exercise_i.h"
+#include "beneath.h"
 #include "mntrig.h"
 #include "netrig.h"
 #include "proc.h"
@@ -213,6 +214,13 @@ static struct {
 	pid_t daemon;
 	char work[512], mnt[600], dlog[600];
 	char local[700]; /* the run's directory on the export */
+	/*
+	 * The export's root and that directory name (O_PATH): every name
+	 * the checks read there is resolved beneath them, never through a
+	 * link a client of the server planted (tests/lib/beneath.h).
+	 */
+	int top;
+	char sub[96];
 	char source[1200];
 	bool mounted;
 	struct xrand r; /* the signals */
@@ -271,10 +279,23 @@ static int rm_one(const char *path, const struct stat *st, int flag,
 	return remove(path) < 0 ? -1 : 0;
 }
 
+/* A directory of the run's own (the work directory), by path. */
 static void remove_tree(const char *path)
 {
 	if (path[0])
 		nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+}
+
+/* The run's directory on the export, never through a link planted there. */
+static void remove_export_dir(void)
+{
+	int rc;
+
+	if (!g.local[0])
+		return;
+	rc = beneath_remove_tree(g.top, g.sub);
+	if (rc < 0)
+		note("removing %s: %s", g.local, beneath_strerror(rc));
 }
 
 static void print_tail(const char *path, unsigned lines)
@@ -359,7 +380,7 @@ static void __attribute__((noreturn)) finish(int code)
 		     "%s (daemon log %s, netfault log %s)",
 		     g.local, g.work, g.dlog, g.nf.log);
 	} else {
-		remove_tree(g.local);
+		remove_export_dir();
 		/* Never through a mount still there: detach it first. */
 		umount2(g.mnt, MNT_DETACH);
 		remove_tree(g.work);
@@ -468,7 +489,7 @@ static void start_workers(void)
 				close(g.w[j].ctl);
 			close(sp[0]);
 			_exit(worker_main(&o, k, &g.sh[k], sp[1], g.mnt,
-					  g.local));
+					  g.local, g.top, g.sub));
 		}
 		close(sp[1]);
 		g.w[k].pid = pid;
@@ -670,11 +691,13 @@ static void summary(void)
 static void check_top(void)
 {
 	bool seen[MAX_PROCS] = { false };
-	DIR *d = opendir(g.local);
+	int fd = beneath_open(g.top, g.sub, O_RDONLY | O_DIRECTORY, 0);
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
 	struct dirent *e;
 
 	if (!d)
-		die(1, "opendir %s: %s", g.local, strerror(errno));
+		die(1, "opendir %s: %s", g.local,
+		    beneath_strerror(fd < 0 ? fd : -errno));
 	while ((e = readdir(d))) {
 		unsigned k;
 		char end;
@@ -988,15 +1011,16 @@ int main(int argc, char **argv)
 	snprintf(g.dlog, sizeof(g.dlog), "%s/intrfs.log", g.work);
 	if (mkdir(g.mnt, 0755) < 0)
 		die(2, "mkdir %s: %s", g.mnt, strerror(errno));
-	snprintf(g.local, sizeof(g.local), "%s/exercise-%" PRIu64 "-%d",
-		 o.export_dir, o.seed, (int)getpid());
-	if (mkdir(g.local, 0777) < 0) {
-		int err = errno;
-
+	snprintf(g.sub, sizeof(g.sub), "exercise-%" PRIu64 "-%d", o.seed,
+		 (int)getpid());
+	snprintf(g.local, sizeof(g.local), "%s/%s", o.export_dir, g.sub);
+	g.top = beneath_root(o.export_dir);
+	rc = g.top < 0 ? g.top : beneath_mkdir_mode(g.top, g.sub, 0777);
+	if (rc < 0) {
 		g.local[0] = '\0';
-		die(2, "mkdir on the export: %s", strerror(err));
+		die(2, "mkdir on the export %s: %s", o.export_dir,
+		    beneath_strerror(rc));
 	}
-	chmod(g.local, 0777);
 	while ((rc = nf_start(&g.nf, &o, &stop_req)) == -EAGAIN && ++tries < 5)
 		;
 	if (rc < 0)

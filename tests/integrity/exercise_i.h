@@ -169,8 +169,13 @@ int nf_add_random(struct nf *nf, char *rule, size_t rlen, char *ans,
 /* Removes every rule. */
 int nf_clear(struct nf *nf, char *ans, size_t len);
 
-/* A worker: runs its operations, then the end phases; returns its exit code. */
+/*
+ * A worker: runs its operations, then the end phases; returns its exit
+ * code.  Its namespace is mnt/wK through the mount, local/wK on the
+ * export, read there only beneath top (the export's root, O_PATH) as
+ * sub/wK.
+ */
 int worker_main(const struct xopts *o, unsigned k, struct xshared *sh, int ctl,
-		const char *mnt, const char *local);
+		const char *mnt, const char *local, int top, const char *sub);
 
 #endif

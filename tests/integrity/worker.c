@@ -12,12 +12,18 @@
  * until its answer says what the first one did, so names are always known.
  * Any other error is a failure: on a hard mount faults must be invisible.
  *
+ * The export is read as root: every name there is resolved beneath the
+ * export's root (tests/lib/beneath.h), and a file the check reads must
+ * be a regular file with no other name, so a link any client of the
+ * server put there is refused and named, never followed.
+ *
  * It talks to the parent through ctl: 'D' when its operations are done,
  * then waits for 'C' (faults cleared, signals stopped), closes everything
  * and sends 'F', waits for 'U' (unmounted), checks the export and sends
  * 'O'.  Its counters are in its shared page.
  */
 #include "exercise_i.h"
+#include "beneath.h"
 #include "intrfs/util.h"
 
 #include <dirent.h>
@@ -55,6 +61,8 @@ struct worker {
 	int ctl;
 	char dir[600]; /* its namespace on the mount */
 	char local[600]; /* the same directory on the export */
+	int top; /* the export's root (O_PATH) */
+	char rel[200]; /* local, below top */
 	struct wfile f[MAX_FILES];
 	bool d_used[MAX_DIRS];
 	char dname[MAX_DIRS][NAME_LEN];
@@ -130,28 +138,42 @@ static void print_ring(struct worker *w)
  */
 static void print_export(const struct worker *w)
 {
-	DIR *d = opendir(w->local);
+	int fd = beneath_open(w->top, w->rel, O_RDONLY | O_DIRECTORY, 0);
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
 	struct dirent *e;
 
-	if (!d)
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
 		return;
+	}
 	fprintf(stderr, "intrfs-exercise: %s on the export now:", w->local);
 	while ((e = readdir(d))) {
-		char path[900];
 		struct stat st;
 
 		if (e->d_name[0] == '.' &&
 		    (!e->d_name[1] || strcmp(e->d_name, "..") == 0))
 			continue;
-		snprintf(path, sizeof(path), "%s/%s", w->local, e->d_name);
-		if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode))
+		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		if (S_ISDIR(st.st_mode))
 			fprintf(stderr, " %s/", e->d_name);
-		else if (lstat(path, &st) == 0)
+		else if (S_ISLNK(st.st_mode))
+			fprintf(stderr, " %s@", e->d_name);
+		else
 			fprintf(stderr, " %s(%lld)", e->d_name,
 				(long long)st.st_size);
 	}
 	fputc('\n', stderr);
 	closedir(d);
+}
+
+/* name in the worker's directory on the export, below top. */
+static const char *xrel(const struct worker *w, const char *name, char *buf,
+			size_t len)
+{
+	snprintf(buf, len, "%s/%s", w->rel, name);
+	return buf;
 }
 
 /* The directory a report names: the export's once the check is there. */
@@ -187,16 +209,17 @@ wfail(struct worker *w, const char *fmt, ...)
  */
 static void export_says(struct worker *w, struct wfile *f, uint64_t off)
 {
-	char path[700];
+	char path[700], rel[300];
 	uint8_t b;
 	struct stat st;
 	int fd;
 
 	snprintf(path, sizeof(path), "%s/%s", w->local, f->name);
-	fd = open(path, O_RDONLY);
+	fd = beneath_open_file(w->top, xrel(w, f->name, rel, sizeof(rel)),
+			       O_RDONLY, 0);
 	if (fd < 0 || fstat(fd, &st) < 0) {
 		fprintf(stderr, "intrfs-exercise: on the export %s: %s\n", path,
-			strerror(errno));
+			beneath_strerror(fd < 0 ? fd : -errno));
 	} else if (pread(fd, &b, 1, (off_t)off) != 1) {
 		fprintf(stderr,
 			"intrfs-exercise: on the export %s has %lld bytes, "
@@ -354,11 +377,10 @@ static void new_name(struct worker *w, char *name, char prefix)
 /* Whether name is on the export now, seen behind the mount's back. */
 static bool on_export(struct worker *w, const char *name)
 {
-	char path[700];
+	char rel[300];
 	struct stat st;
 
-	snprintf(path, sizeof(path), "%s/%s", w->local, name);
-	return lstat(path, &st) == 0;
+	return beneath_lstat(w->top, xrel(w, name, rel, sizeof(rel)), &st) == 0;
 }
 
 /*
@@ -905,11 +927,20 @@ static bool list_check(struct worker *w, const char *dir, bool on_export)
 {
 	bool seen_f[MAX_FILES] = { false }, seen_d[MAX_DIRS] = { false };
 	const char *where = on_export ? "the export" : "readdir of the mount";
-	DIR *d = opendir(dir);
+	int fd = on_export ? beneath_open(w->top, w->rel,
+					  O_RDONLY | O_DIRECTORY, 0) :
+			     open(dir, O_RDONLY | O_DIRECTORY);
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
 	struct dirent *e;
 
+	if (on_export && fd < 0)
+		wfail(w, "%s: %s", dir, beneath_strerror(fd));
 	if (!d) {
-		failed(w, "opendir", errno);
+		int err = errno;
+
+		if (fd >= 0)
+			close(fd);
+		failed(w, "opendir", err);
 		return false;
 	}
 	for (;;) {
@@ -1141,7 +1172,7 @@ static void corrupt_one(struct worker *w)
 {
 	for (unsigned i = 0; i < MAX_FILES; i++) {
 		struct wfile *f = &w->f[i];
-		char path[700];
+		char path[700], rel[300];
 		uint8_t b;
 		int fd;
 
@@ -1152,7 +1183,9 @@ static void corrupt_one(struct worker *w)
 				continue;
 			snprintf(path, sizeof(path), "%s/%s", w->local,
 				 f->name);
-			fd = open(path, O_RDWR);
+			fd = beneath_open_file(
+				w->top, xrel(w, f->name, rel, sizeof(rel)),
+				O_RDWR, 0);
 			if (fd < 0 || pread(fd, &b, 1, (off_t)off) != 1)
 				wfail(w, "self-test: cannot read %s", path);
 			b ^= 0x5a;
@@ -1168,11 +1201,12 @@ static void corrupt_one(struct worker *w)
 	}
 	/* No certain byte anywhere: an entry the model does not have. */
 	{
-		char path[700];
+		char path[700], rel[300];
 		int fd;
 
 		snprintf(path, sizeof(path), "%s/stray", w->local);
-		fd = open(path, O_WRONLY | O_CREAT, 0644);
+		fd = beneath_open(w->top, xrel(w, "stray", rel, sizeof(rel)),
+				  O_WRONLY | O_CREAT | O_EXCL, 0644);
 		if (fd >= 0)
 			close(fd);
 		fprintf(stderr,
@@ -1192,32 +1226,43 @@ static void export_check(struct worker *w)
 	op_begin(w, "export check");
 	list_check(w, w->local, true);
 	for (unsigned i = 0; i < MAX_DIRS; i++) {
-		char path[700];
+		char path[700], rel[300];
 		struct stat st;
+		int rc;
 
 		if (!w->d_used[i])
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", w->local, w->dname[i]);
-		if (lstat(path, &st) < 0 || !S_ISDIR(st.st_mode) ||
-		    rmdir(path) < 0)
-			wfail(w, "%s is not an empty directory", path);
-		if (mkdir(path, 0755) < 0)
-			wfail(w, "mkdir %s: %s", path, strerror(errno));
+		xrel(w, w->dname[i], rel, sizeof(rel));
+		rc = beneath_lstat(w->top, rel, &st);
+		if (rc == 0 && !S_ISDIR(st.st_mode))
+			rc = S_ISLNK(st.st_mode) ? -ELOOP : -ENOTDIR;
+		if (rc == 0)
+			rc = beneath_unlink(w->top, rel, AT_REMOVEDIR);
+		if (rc < 0)
+			wfail(w, "%s is not an empty directory: %s", path,
+			      beneath_strerror(rc));
+		rc = beneath_mkdir(w->top, rel, 0755);
+		if (rc < 0)
+			wfail(w, "mkdir %s: %s", path, beneath_strerror(rc));
 	}
 	for (unsigned i = 0; i < MAX_FILES; i++) {
 		struct wfile *f = &w->f[i];
-		char path[700];
+		char path[700], rel[300];
 		struct stat st;
 		int fd;
 
 		if (!f->used)
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", w->local, f->name);
-		fd = open(path, O_RDONLY);
-		if (fd < 0 || fstat(fd, &st) < 0)
-			wfail(w, "open %s: %s", path, strerror(errno));
-		if (!S_ISREG(st.st_mode))
-			wfail(w, "%s is not a regular file", path);
+		/* Its own file: no link followed, no other name. */
+		fd = beneath_open_file(w->top,
+				       xrel(w, f->name, rel, sizeof(rel)),
+				       O_RDONLY, 0);
+		if (fd < 0)
+			wfail(w, "%s: %s", path, beneath_strerror(fd));
+		if (fstat(fd, &st) < 0)
+			wfail(w, "fstat %s: %s", path, strerror(errno));
 		check_size(w, f, (uint64_t)st.st_size, "on the export");
 		if (!read_check(w, f, fd, 0, MODEL_MAX + 1, "on the export"))
 			wfail(w, "reading %s was interrupted", path);
@@ -1248,7 +1293,7 @@ static void install_handlers(struct worker *w)
 }
 
 int worker_main(const struct xopts *o, unsigned k, struct xshared *sh, int ctl,
-		const char *mnt, const char *local)
+		const char *mnt, const char *local, int top, const char *sub)
 {
 	static struct worker w;
 	uint64_t end;
@@ -1261,6 +1306,8 @@ int worker_main(const struct xopts *o, unsigned k, struct xshared *sh, int ctl,
 	w.r.s = xmix(o->seed) ^ xmix(0x1000 + k);
 	snprintf(w.dir, sizeof(w.dir), "%s/w%u", mnt, k);
 	snprintf(w.local, sizeof(w.local), "%s/w%u", local, k);
+	w.top = top;
+	snprintf(w.rel, sizeof(w.rel), "%s/w%u", sub, k);
 	for (unsigned i = 0; i < MAX_FILES; i++)
 		w.f[i].fd = -1;
 	if (posix_memalign((void **)&w.buf, 4096, IO_MAX) ||
