@@ -9,6 +9,7 @@
  */
 #include "harness.h"
 
+#include "beneath.h"
 #include "mntrig.h"
 #include "netrig.h"
 
@@ -16,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <limits.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -75,12 +77,158 @@ static void on_abort(int sig)
 	raise(sig);
 }
 
+/* Exports. */
+
+/*
+ * The roots of the exports the tests read below (every server's a test
+ * used in this process): a path below one is resolved beneath it.  Its
+ * descriptor is opened for each call: a spare server's export is a new
+ * filesystem at each start.
+ */
+#define MAX_EXPORTS 4
+static char exports[MAX_EXPORTS][512];
+
+static void note_export(const char *dir)
+{
+	unsigned i;
+
+	for (i = 0; i < MAX_EXPORTS && exports[i][0]; i++)
+		if (strcmp(exports[i], dir) == 0)
+			return;
+	if (i == MAX_EXPORTS)
+		TEST__FAIL("more than %d exports in one test", MAX_EXPORTS);
+	snprintf(exports[i], sizeof(exports[i]), "%s", dir);
+}
+
+/*
+ * Whether path is below an export: then *top is its root (O_PATH, or
+ * -errno) and *rel the rest of path.
+ */
+static bool below_export(const char *path, int *top, const char **rel)
+{
+	for (unsigned i = 0; i < MAX_EXPORTS && exports[i][0]; i++) {
+		size_t n = strlen(exports[i]);
+
+		if (strncmp(path, exports[i], n) == 0 && path[n] == '/') {
+			*rel = path + n + 1;
+			*top = beneath_root(exports[i]);
+			return true;
+		}
+	}
+	return false;
+}
+
+/* rc as the libc call returns it: -1 with errno, or rc. */
+static int as_libc(int rc)
+{
+	if (rc >= 0)
+		return rc;
+	errno = -rc;
+	return -1;
+}
+
+int path_open(const char *path, int flags, mode_t mode)
+{
+	const char *rel;
+	int top, fd;
+
+	if (!below_export(path, &top, &rel))
+		return open(path, flags | O_CLOEXEC, mode);
+	fd = top < 0 ? top : beneath_open(top, rel, flags, mode);
+	if (top >= 0)
+		close(top);
+	return as_libc(fd);
+}
+
+int path_lstat(const char *path, struct stat *st)
+{
+	const char *rel;
+	int top, rc;
+
+	if (!below_export(path, &top, &rel))
+		return lstat(path, st);
+	rc = top < 0 ? top : beneath_lstat(top, rel, st);
+	if (top >= 0)
+		close(top);
+	return as_libc(rc);
+}
+
+bool path_exists(const char *path)
+{
+	struct stat st;
+
+	return path_lstat(path, &st) == 0;
+}
+
+ssize_t path_readlink(const char *path, char *buf, size_t len)
+{
+	char last[NAME_MAX + 1];
+	const char *rel;
+	int top, dir;
+	ssize_t n;
+
+	if (!below_export(path, &top, &rel))
+		return readlink(path, buf, len);
+	dir = top < 0 ? top : beneath_parent(top, rel, last, sizeof(last));
+	if (top >= 0)
+		close(top);
+	if (dir < 0)
+		return as_libc(dir);
+	n = readlinkat(dir, last, buf, len);
+	close(dir);
+	return n;
+}
+
+int path_utimens(const char *path, const struct timespec ts[2])
+{
+	int fd = path_open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW, 0), rc;
+
+	if (fd < 0)
+		return -1;
+	rc = futimens(fd, ts);
+	close(fd);
+	return rc;
+}
+
+int path_mkdir(const char *path, mode_t mode)
+{
+	const char *rel;
+	int top, rc;
+
+	if (!below_export(path, &top, &rel))
+		return mkdir(path, mode) < 0 ? -1 : chmod(path, mode);
+	rc = top < 0 ? top : beneath_mkdir_mode(top, rel, mode);
+	if (top >= 0)
+		close(top);
+	return as_libc(rc);
+}
+
+DIR *path_opendir(const char *path)
+{
+	int fd = path_open(path, O_RDONLY | O_DIRECTORY, 0);
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
+
+	if (!d && fd >= 0) {
+		int err = errno;
+
+		close(fd);
+		errno = err;
+	}
+	return d;
+}
+
+const char *path_strerror(int err)
+{
+	return beneath_strerror(err);
+}
+
 void srv_get(struct test_server *s)
 {
 	if (access("/dev/fuse", R_OK | W_OK) != 0)
 		TEST_SKIP("/dev/fuse is not usable here (%s): no mount tests",
 			  strerror(errno));
 	testenv_server(s);
+	note_export(s->export_dir);
 	/* Unset, it fails the test here, not in a child that would exec it. */
 	(void)intrfs_bin();
 	live_srv = s;
@@ -209,6 +357,7 @@ static void spare_run_start(struct test_server *s)
 		TEST__FAIL("the spare server did not start (%s)", cmd);
 	s->ganesha = spare.pid;
 	s->export_dir = spare.export_dir;
+	note_export(s->export_dir);
 	s->nfs_port = ports[0];
 	s->mount_port = ports[1];
 	s->nlm_port = ports[2];
@@ -266,6 +415,7 @@ static void hosts_run(struct test_server *s, const char *cmd, const char *args)
 		snprintf(export_dir, sizeof(export_dir), "%s",
 			 hosts.export_dir);
 		s->export_dir = export_dir;
+		note_export(s->export_dir);
 	}
 	if (hosts.nfs_port)
 		s->nfs_port = hosts.nfs_port;
@@ -424,15 +574,16 @@ static pid_t spawn_daemon(struct mnt *m, const struct test_server *s,
 		seq++;
 	} else {
 		/* A directory an earlier run left (its pid reused) is skipped. */
+		note_export(s->export_dir);
 		do {
 			snprintf(sub, sizeof(sub), "t-%d-%u", (int)getpid(),
 				 ++seq);
 			snprintf(m->local, sizeof(m->local), "%s/%s",
 				 s->export_dir, sub);
-		} while (mkdir(m->local, 0777) < 0 && errno == EEXIST);
-		if (access(m->local, W_OK) != 0)
-			TEST__FAIL("mkdir %s: %s", m->local, strerror(errno));
-		ASSERT_EQ(chmod(m->local, 0777), 0);
+		} while (path_mkdir(m->local, 0777) < 0 && errno == EEXIST);
+		if (!path_exists(m->local))
+			TEST__FAIL("mkdir %s: %s", m->local,
+				   path_strerror(errno));
 	}
 	snprintf(m->dir, sizeof(m->dir), "/tmp/intrfs-test-mnt.XXXXXX");
 	ASSERT_NOT_NULL(mkdtemp(m->dir));
@@ -888,8 +1039,8 @@ int as_user(uid_t uid, gid_t gid, const gid_t *groups, int ngroups,
 
 void lstat_ok(const char *path, struct stat *st)
 {
-	if (lstat(path, st) < 0)
-		TEST__FAIL("lstat %s: %s", path, strerror(errno));
+	if (path_lstat(path, st) < 0)
+		TEST__FAIL("lstat %s: %s", path, path_strerror(errno));
 }
 
 void assert_same_bytes(const char *path, const void *want, size_t len)
@@ -898,7 +1049,7 @@ void assert_same_bytes(const char *path, const void *want, size_t len)
 	ssize_t n = read_file(path, &got);
 
 	if (n < 0)
-		TEST__FAIL("read %s: %s", path, strerror(errno));
+		TEST__FAIL("read %s: %s", path, path_strerror(errno));
 	if ((size_t)n != len)
 		TEST__FAIL("%s has %zd bytes, not %zu", path, n, len);
 	for (size_t i = 0; i < len; i++)
@@ -910,10 +1061,11 @@ void assert_same_bytes(const char *path, const void *want, size_t len)
 
 void write_file(const char *path, const void *buf, size_t len)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	int fd = path_open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	const char *p = buf;
 
-	ASSERT_GE(fd, 0);
+	if (fd < 0)
+		TEST__FAIL("open %s: %s", path, path_strerror(errno));
 	while (len) {
 		ssize_t n = write(fd, p, len);
 
@@ -928,7 +1080,7 @@ ssize_t read_file(const char *path, char **out)
 {
 	size_t cap = 1 << 20, len = 0;
 	char *buf = malloc(cap);
-	int fd = open(path, O_RDONLY);
+	int fd = path_open(path, O_RDONLY, 0);
 
 	if (fd < 0 || !buf) {
 		free(buf);

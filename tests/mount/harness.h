@@ -18,6 +18,7 @@
 #include "test.h"
 #include "testenv.h"
 
+#include <dirent.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -213,6 +214,28 @@ void mnt_fresh(struct mnt *m, struct test_server *s, const char *extra);
  */
 int as_user(uid_t uid, gid_t gid, const gid_t *groups, int ngroups,
 	    int (*fn)(const char *), const char *arg);
+
+/*
+ * Paths.  A test reads the export by path as root, and any client of the
+ * server may put links there: a path below a server's export (lpath(),
+ * s->export_dir/...) is resolved beneath the export's root
+ * (tests/lib/beneath.h), never through a symbolic link, never out of it;
+ * any other path (the mount's) as given.  Each returns what the call it
+ * stands for returns, -1 with errno (ELOOP for a link met) on failure.
+ * The file helpers below use them.
+ */
+int path_open(const char *path, int flags, mode_t mode);
+int path_lstat(const char *path, struct stat *st);
+/* Whether path is there (itself: a link is, and is not followed). */
+bool path_exists(const char *path);
+ssize_t path_readlink(const char *path, char *buf, size_t len);
+int path_utimens(const char *path, const struct timespec ts[2]);
+/* mkdir, then the mode set whatever the umask. */
+int path_mkdir(const char *path, mode_t mode);
+/* NULL with errno. */
+DIR *path_opendir(const char *path);
+/* What errno says, for a message: "a symbolic link (not followed)". */
+const char *path_strerror(int err);
 
 /* Files. */
 void lstat_ok(const char *path, struct stat *st);

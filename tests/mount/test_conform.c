@@ -105,9 +105,10 @@ static unsigned silly_names(const char *dir, char *name, size_t len)
 {
 	struct dirent *de;
 	unsigned n = 0;
-	DIR *d = opendir(dir);
+	DIR *d = path_opendir(dir);
 
-	ASSERT_NOT_NULL(d);
+	if (!d)
+		TEST__FAIL("opendir %s: %s", dir, path_strerror(errno));
 	while ((de = readdir(d))) {
 		if (strncmp(de->d_name, ".nfs", 4) != 0)
 			continue;
@@ -211,7 +212,7 @@ TEST_IMPL(conform_unlinked_while_open)
 		ASSERT_GE(fd, 0);
 		if (cases[i].how == UNLINKED) {
 			ASSERT_EQ(unlink(mpath(&m, f)), 0);
-			ASSERT_EQ(lstat(lpath(&m, f), &st), -1);
+			ASSERT_EQ(path_lstat(lpath(&m, f), &st), -1);
 			ASSERT_EQ(lstat(mpath(&m, f), &st), -1);
 			ASSERT_EQ(errno, ENOENT);
 		} else {
@@ -543,7 +544,7 @@ static void assert_tree_unchanged(const struct mnt *m)
 	lstat_ok(lpath(m, "mine"), &st);
 	ASSERT_EQ(st.st_mode & 07777, 0444);
 	assert_same_bytes(lpath(m, "mine"), "mine", 4);
-	ASSERT_EQ(lstat(lpath(m, "link-made"), &st), -1);
+	ASSERT_EQ(path_lstat(lpath(m, "link-made"), &st), -1);
 }
 
 TEST_IMPL(conform_permissions)
@@ -743,7 +744,7 @@ TEST_IMPL(conform_time_range)
 		struct stat st;
 		int rc, err;
 
-		ASSERT_EQ(utimensat(AT_FDCWD, lpath(&m, "f"), keep, 0), 0);
+		ASSERT_EQ(path_utimens(lpath(&m, "f"), keep), 0);
 		rc = utimensat(AT_FDCWD, mpath(&m, "f"), ts, 0);
 		err = errno;
 		lstat_ok(lpath(&m, "f"), &st);
@@ -757,5 +758,66 @@ TEST_IMPL(conform_time_range)
 		}
 	}
 	mnt_stop(&m);
+	return 0;
+}
+
+/*
+ * What the tests check on the export by path (lpath(), the file helpers)
+ * is read beneath its root: links a client put there over NFS (here,
+ * through a mount) are not followed, to a file of root's outside the
+ * export, to a file inside it, or on the way to one; nothing they point
+ * at is read, made or changed, and the links themselves can be looked at.
+ */
+TEST_IMPL(conform_export_links_not_followed)
+{
+	char dir[] = "/tmp/intrfs-test-secret.XXXXXX", secret[64], buf[80];
+	struct test_server s;
+	struct stat st;
+	struct mnt m;
+	char *got;
+	ssize_t n;
+	int fd;
+
+	srv_get(&s);
+	ASSERT_NOT_NULL(mkdtemp(dir));
+	snprintf(secret, sizeof(secret), "%s/secret", dir);
+	fd = open(secret, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(write(fd, "root's", 6), 6);
+	close(fd);
+	mnt_start(&m, &s, "");
+	write_file(mpath(&m, "in"), "inside", 6);
+	ASSERT_EQ(mkdir(mpath(&m, "d"), 0755), 0);
+	ASSERT_EQ(symlink(secret, mpath(&m, "out")), 0);
+	ASSERT_EQ(symlink("in", mpath(&m, "back")), 0);
+	ASSERT_EQ(symlink("d", mpath(&m, "dl")), 0);
+
+	errno = 0;
+	ASSERT_EQ(read_file(lpath(&m, "out"), &got), -1);
+	ASSERT_EQ(errno, ELOOP);
+	ASSERT_EQ(read_file(lpath(&m, "back"), &got), -1);
+	ASSERT_EQ(errno, ELOOP);
+	ASSERT_EQ(path_open(lpath(&m, "out"), O_WRONLY | O_TRUNC, 0), -1);
+	ASSERT_EQ(errno, ELOOP);
+	ASSERT_EQ(path_open(lpath(&m, "dl/new"), O_WRONLY | O_CREAT, 0644), -1);
+	ASSERT_EQ(errno, ELOOP);
+	ASSERT_EQ(path_lstat(lpath(&m, "dl/new"), &st), -1);
+	ASSERT_EQ(errno, ELOOP);
+	ASSERT_EQ(path_open(lpath(&m, "../x"), O_RDONLY, 0), -1);
+	ASSERT_EQ(errno, EXDEV);
+	/* The links themselves: looked at, not through. */
+	lstat_ok(lpath(&m, "out"), &st);
+	ASSERT(S_ISLNK(st.st_mode));
+	n = path_readlink(lpath(&m, "out"), buf, sizeof(buf) - 1);
+	ASSERT_EQ(n, (ssize_t)strlen(secret));
+	buf[n] = '\0';
+	ASSERT_STR_EQ(buf, secret);
+	assert_same_bytes(lpath(&m, "in"), "inside", 6);
+	/* Nothing they point at was touched. */
+	assert_same_bytes(secret, "root's", 6);
+	ASSERT_EQ(lstat(mpath(&m, "d/new"), &st), -1);
+	mnt_stop(&m);
+	unlink(secret);
+	rmdir(dir);
 	return 0;
 }

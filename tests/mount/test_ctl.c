@@ -592,8 +592,7 @@ static void mnt_spawn_as(struct mnt *b, const char *mnt,
 	snprintf(b->dir, sizeof(b->dir), "%s", mnt);
 	snprintf(b->local, sizeof(b->local), "%s/ctl-%d-%u", s->export_dir,
 		 (int)getpid(), ++seq);
-	ASSERT_EQ(mkdir(b->local, 0777), 0);
-	ASSERT_EQ(chmod(b->local, 0777), 0);
+	ASSERT_EQ(path_mkdir(b->local, 0777), 0);
 	snprintf(b->log, sizeof(b->log), "%s/daemon-%u.log", dir, seq);
 	snprintf(src, sizeof(src), "%s:%s", s->server, b->local);
 	snprintf(opts, sizeof(opts), "port=%u,mountport=%u", s->nfs_port,
