@@ -190,8 +190,8 @@ def checks(params):
                 "%s, %s: intrfs / sshfs" % (d, s))
             add("mount_%s_%d_of_local" % (d, n), "mount_%s_%d_mibs" % (d, n),
                 "local_%s_%d_mibs" % (d, n), "-",
-                "%s, %s: intrfs / the export's disk (the same dd beside "
-                "the export)" % (d, s))
+                "%s, %s: intrfs / the export's disk (the same dd's on a "
+                "twin of the export's ext4 image)" % (d, s))
             add("mount_%s_%d_of_tcp" % (d, n), "mount_%s_%d_mibs" % (d, n),
                 "ceiling_tcp_mibs", "-",
                 "%s, %s: intrfs / one loopback TCP stream" % (d, s))
