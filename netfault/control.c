@@ -15,12 +15,18 @@
  * and a peer that sends requests without reading the answers is no
  * longer read once CTL_QUEUE_MAX bytes of answers wait for it.  A line
  * with a NUL byte is refused whole, never read as the C string before it.
+ * netfault may run as root: the socket's directory is walked by
+ * safepath's rule (no link anywhere on the path, every directory root's or
+ * the invoking user's) and held, and the socket is made, probed and
+ * removed through that held directory, never by the path again.
  * A request is applied to the ruleset before its answer is written, so an
  * answer means "in force".  No locks: everything runs on the loop thread.
  */
 #include "netfault_i.h"
+#include "safepath.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -57,7 +63,9 @@ struct conn {
 struct nf_control {
 	uv_loop_t *loop;
 	uv_pipe_t server;
-	char *path;
+	char *path; /* the socket through dirfd; NULL once removed */
+	int dirfd; /* the socket's directory, held (O_PATH) */
+	char *name; /* the socket's name in it */
 	struct nf_ruleset *rs;
 	struct nf_events *ev;
 	const struct nf_stats *st;
@@ -641,8 +649,11 @@ static void server_closed(uv_handle_t *h)
 {
 	struct nf_control *c = h->data;
 
-	if (--c->handles == 0)
+	if (--c->handles == 0) {
+		close(c->dirfd);
+		free(c->name);
 		free(c);
+	}
 }
 
 /*
@@ -679,50 +690,78 @@ static int clear_stale(const char *path)
 }
 
 /*
- * The directory path goes in: 0 when it is one, else -errno.  Asked
- * first because libuv reports a bind() in a missing directory as EACCES
- * (as Windows would), which would say "Permission denied" for ENOENT.
+ * path's directory, walked and held (safepath_dir()) into *dirfd, and its
+ * last component into name: 0, or -errno with msg.
  */
-static int dir_of(const char *path)
+static int hold_dir(const char *path, int *dirfd, char *name, size_t nlen,
+		    char *msg, size_t mlen)
 {
-	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)], *slash;
-	struct stat sb;
+	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	const char *slash = strrchr(path, '/');
+	const char *base = slash ? slash + 1 : path;
+	int fd;
 
-	snprintf(dir, sizeof(dir), "%s", path);
-	slash = strrchr(dir, '/');
+	if (!*base || strcmp(base, ".") == 0 || strcmp(base, "..") == 0) {
+		snprintf(msg, mlen, "%s: names a directory, not a socket",
+			 path);
+		return -EINVAL;
+	}
+	snprintf(name, nlen, "%s", base);
 	if (!slash)
-		return 0; /* the working directory */
-	slash[slash == dir ? 1 : 0] = '\0';
-	if (stat(dir, &sb) != 0)
-		return -errno;
-	return S_ISDIR(sb.st_mode) ? 0 : -ENOTDIR;
+		snprintf(dir, sizeof(dir), ".");
+	else
+		snprintf(dir, sizeof(dir), "%.*s",
+			 (int)(slash == path ? 1 : slash - path), path);
+	fd = safepath_dir(dir, msg, mlen);
+	if (fd < 0)
+		return fd;
+	*dirfd = fd;
+	return 0;
 }
 
 int nf_control_start(struct uv_loop_s *loop, const char *path,
 		     struct nf_ruleset *rs, struct nf_events *ev,
-		     const struct nf_stats *st, struct nf_control **out)
+		     const struct nf_stats *st, struct nf_control **out,
+		     char *msg, size_t mlen)
 {
-	struct sockaddr_un sun;
+	char name[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	char through[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	char ignored[SAFEPATH_MSG_MAX];
 	struct nf_control *c;
+	int dirfd = -1;
 	mode_t old;
 	int rc;
 
-	if (strlen(path) >= sizeof(sun.sun_path))
-		return -ENAMETOOLONG;
+	if (!msg || !mlen) {
+		msg = ignored;
+		mlen = sizeof(ignored);
+	}
+	msg[0] = '\0';
+	rc = -ENAMETOOLONG;
+	if (strlen(path) >= sizeof(through))
+		goto out_say;
+	rc = -EINVAL;
 	if (!*path)
-		return -EINVAL;
-	rc = dir_of(path);
+		goto out_say;
+	rc = hold_dir(path, &dirfd, name, sizeof(name), msg, mlen);
 	if (rc)
 		return rc;
-	rc = clear_stale(path);
+	/* The directory held: every later use of the name goes through it. */
+	rc = -ENAMETOOLONG;
+	if (snprintf(through, sizeof(through), "/proc/self/fd/%d/%s", dirfd,
+		     name) >= (int)sizeof(through))
+		goto out_close_dir;
+	rc = clear_stale(through);
 	if (rc)
-		return rc;
+		goto out_close_dir;
 	rc = -ENOMEM;
 	c = calloc(1, sizeof(*c));
 	if (!c)
-		goto out;
-	c->path = strdup(path);
-	if (!c->path)
+		goto out_close_dir;
+	c->path = strdup(through);
+	c->name = strdup(name);
+	c->dirfd = dirfd;
+	if (!c->path || !c->name)
 		goto out_free_c;
 	c->loop = loop;
 	c->rs = rs;
@@ -730,7 +769,7 @@ int nf_control_start(struct uv_loop_s *loop, const char *path,
 	c->st = st;
 	rc = uv_pipe_init(loop, &c->server, 0);
 	if (rc)
-		goto out_free_path;
+		goto out_free_c;
 	c->server.data = c;
 	c->handles = 1;
 	/*
@@ -740,11 +779,11 @@ int nf_control_start(struct uv_loop_s *loop, const char *path,
 	 * that creates files, so the process-wide umask is safe to touch.
 	 */
 	old = umask(0177);
-	rc = uv_pipe_bind(&c->server, path);
+	rc = uv_pipe_bind(&c->server, c->path);
 	umask(old);
 	if (rc)
 		goto out_close;
-	if (chmod(path, 0600) != 0) {
+	if (fchmodat(c->dirfd, c->name, 0600, 0) != 0) {
 		rc = -errno;
 		goto out_unlink;
 	}
@@ -755,18 +794,22 @@ int nf_control_start(struct uv_loop_s *loop, const char *path,
 	return 0;
 
 out_unlink:
-	unlink(path);
+	unlinkat(c->dirfd, c->name, 0);
 out_close:
 	/* The handle is freed with c in server_closed(). */
 	free(c->path);
 	c->path = NULL;
 	uv_close((uv_handle_t *)&c->server, server_closed);
+	snprintf(msg, mlen, "%s: %s", path, strerror(-rc));
 	return rc;
-out_free_path:
-	free(c->path);
 out_free_c:
+	free(c->name);
+	free(c->path);
 	free(c);
-out:
+out_close_dir:
+	close(dirfd);
+out_say:
+	snprintf(msg, mlen, "%s: %s", path, strerror(-rc));
 	return rc;
 }
 
@@ -777,7 +820,7 @@ void nf_control_stop(struct nf_control *c)
 	if (!c)
 		return;
 	if (c->path) {
-		unlink(c->path);
+		unlinkat(c->dirfd, c->name, 0);
 		free(c->path);
 		c->path = NULL;
 	}

@@ -313,11 +313,13 @@ int main(int argc, char **argv)
 		}
 	}
 	if (!status && control_path) {
+		char msg[SAFEPATH_MSG_MAX];
+
 		rc = nf_control_start(&loop, control_path, rs, ev,
-				      nf_proxy_stats(proxy), &control);
+				      nf_proxy_stats(proxy), &control, msg,
+				      sizeof(msg));
 		if (rc) {
-			fprintf(stderr, "netfault: control socket %s: %s\n",
-				control_path, strerror(-rc));
+			fprintf(stderr, "netfault: control socket %s\n", msg);
 			control = NULL;
 			status = 1;
 		}

@@ -348,14 +348,18 @@ struct nf_stats {
  *   events [AFTER]    {"ok":true,"last":N,"events":[{"seq":N,"at_ms":N,"rule":N,...}]}
  * A socket already at path is replaced when nobody answers on it (a
  * netfault that died); one that answers gives -EADDRINUSE, and anything
- * else at path -EEXIST.  Returns 0 or -errno.  rs, ev and st (st may be
+ * else at path -EEXIST.  path's directory is walked as safepath_dir()
+ * walks it (netfault may be root) and held: the socket is made and
+ * removed through it.  Returns 0, or -errno with what went wrong, naming
+ * path, in msg (mlen bytes; msg may be NULL).  rs, ev and st (st may be
  * NULL: zeros) must outlive the control.
  */
 struct uv_loop_s;
 struct nf_control;
 int nf_control_start(struct uv_loop_s *loop, const char *path,
 		     struct nf_ruleset *rs, struct nf_events *ev,
-		     const struct nf_stats *st, struct nf_control **out);
+		     const struct nf_stats *st, struct nf_control **out,
+		     char *msg, size_t mlen);
 /* Removes the socket file at once and closes the socket and every
  * connection; the memory goes once the loop ran their close callbacks. */
 void nf_control_stop(struct nf_control *c);

@@ -62,7 +62,7 @@ static void fx_start(struct fixture *fx)
 {
 	fx_init(fx);
 	ASSERT_EQ(nf_control_start(&fx->loop, fx->path, fx->rs, fx->ev, &fx->st,
-				   &fx->c),
+				   &fx->c, NULL, 0),
 		  0);
 }
 
@@ -707,8 +707,8 @@ TEST_IMPL(nf_control_stale_live)
 	ASSERT_EQ(bind(fd, (struct sockaddr *)&sun, sizeof(sun)), 0);
 	close(fd);
 	ASSERT_EQ(connect_path(fx.path), -ECONNREFUSED);
-	ASSERT_EQ(nf_control_start(&fx.loop, fx.path, fx.rs, fx.ev, NULL,
-				   &fx.c),
+	ASSERT_EQ(nf_control_start(&fx.loop, fx.path, fx.rs, fx.ev, NULL, &fx.c,
+				   NULL, 0),
 		  0);
 	cl_open(&fx, &cl);
 	expect(&fx, &cl, "stats",
@@ -719,7 +719,7 @@ TEST_IMPL(nf_control_stale_live)
 
 	/* A live one is left alone, and keeps serving. */
 	ASSERT_EQ(nf_control_start(&fx.loop, fx.path, fx.rs, fx.ev, NULL,
-				   &other),
+				   &other, NULL, 0),
 		  -EADDRINUSE);
 	ASSERT_NULL(other);
 	expect(&fx, &cl, "list", "{\"ok\":true,\"rules\":[]}");
@@ -729,12 +729,14 @@ TEST_IMPL(nf_control_stale_live)
 	fd = open(path, O_CREAT | O_WRONLY, 0600);
 	ASSERT_GE(fd, 0);
 	close(fd);
-	ASSERT_EQ(nf_control_start(&fx.loop, path, fx.rs, fx.ev, NULL, &other),
+	ASSERT_EQ(nf_control_start(&fx.loop, path, fx.rs, fx.ev, NULL, &other,
+				   NULL, 0),
 		  -EEXIST);
 	ASSERT_EQ(unlink(path), 0);
 	memset(longp, 'a', sizeof(longp) - 1);
 	longp[sizeof(longp) - 1] = '\0';
-	ASSERT_EQ(nf_control_start(&fx.loop, longp, fx.rs, fx.ev, NULL, &other),
+	ASSERT_EQ(nf_control_start(&fx.loop, longp, fx.rs, fx.ev, NULL, &other,
+				   NULL, 0),
 		  -ENAMETOOLONG);
 	close(cl.fd);
 	fx_done(&fx);
@@ -754,7 +756,8 @@ TEST_IMPL(nf_control_bad_dir)
 
 	fx_init(&fx);
 	snprintf(path, sizeof(path), "%s/missing/ctl.sock", fx.dir);
-	ASSERT_EQ(nf_control_start(&fx.loop, path, fx.rs, fx.ev, NULL, &c),
+	ASSERT_EQ(nf_control_start(&fx.loop, path, fx.rs, fx.ev, NULL, &c, NULL,
+				   0),
 		  -ENOENT);
 	ASSERT_NULL(c);
 	snprintf(path, sizeof(path), "%s/file", fx.dir);
@@ -762,7 +765,8 @@ TEST_IMPL(nf_control_bad_dir)
 	ASSERT_GE(fd, 0);
 	close(fd);
 	snprintf(path, sizeof(path), "%s/file/ctl.sock", fx.dir);
-	ASSERT_EQ(nf_control_start(&fx.loop, path, fx.rs, fx.ev, NULL, &c),
+	ASSERT_EQ(nf_control_start(&fx.loop, path, fx.rs, fx.ev, NULL, &c, NULL,
+				   0),
 		  -ENOTDIR);
 	snprintf(path, sizeof(path), "%s/file", fx.dir);
 	ASSERT_EQ(unlink(path), 0);
