@@ -268,6 +268,7 @@ struct ctl_state {
  */
 struct lk_owner;
 struct lk_waiter;
+struct lk_closing;
 struct jan_item;
 struct lock_state {
 	task_mutex_t lock;
@@ -275,6 +276,12 @@ struct lock_state {
 	task_cond_t done_cond; /* with lock: an item of the janitor done */
 	struct lk_owner *owners;
 	struct lk_waiter *waiters;
+	/* Last closes letting go of locks, and the requests they hold up. */
+	struct lk_closing *closing;
+	struct lk_waiter *close_waiters;
+	uint64_t close_seq; /* the last close counted */
+	/* The last open file's number (locks_open()); atomic, no lock. */
+	_Atomic uint64_t files;
 	struct jan_item *queue;
 	struct node *nodes; /* those with ranges, by lnext */
 	unsigned nranges;
@@ -1077,13 +1084,31 @@ void locks_stop(struct intrfs *fs);
 int locks_setlk(struct job *j);
 int locks_flock(struct job *j);
 int locks_getlk(struct job *j);
-/* Whether owner (a FUSE lock_owner) holds locks on n; without waiting. */
-bool locks_held(struct intrfs *fs, struct node *n, uint64_t owner);
 /*
- * A close of n by owner: its locks there go; with last (the last open of
- * n here), everyone's.
+ * A number for a new open file (its fi->fh), never 0 and never given
+ * twice: what its flock() owner and the locks taken through it are known
+ * by, so that its RELEASE, whenever it comes, touches no later open file's.
  */
-void locks_close(struct job *j, struct node *n, uint64_t owner, bool last);
+uint64_t locks_open(struct intrfs *fs);
+/*
+ * Whether POSIX owner `owner` (a FUSE lock_owner) holds locks on n;
+ * without waiting.
+ */
+bool locks_held(struct intrfs *fs, struct node *n, uint64_t owner);
+/* A close (FLUSH) of n by owner: its POSIX locks there go. */
+void locks_close(struct job *j, struct node *n, uint64_t owner);
+/*
+ * The last close of open file `file` of n (RELEASE), on the session
+ * thread, as it comes: whether the file holds locks, which
+ * locks_release() lets go of; lock requests on n that come meanwhile
+ * wait for that.  Without waiting.
+ */
+bool locks_release_begin(struct intrfs *fs, struct node *n, uint64_t file);
+/*
+ * The locks taken through open file `file` of n go (its flock(), OFD
+ * locks, POSIX locks whose FLUSH never came), and nothing else.
+ */
+void locks_release(struct job *j, struct node *n, uint64_t file);
 /*
  * Lock request j's caller has a fatal signal: its lock waits end now,
  * whatever region encloses them (what it queued is cancelled first).

@@ -371,7 +371,7 @@ static void reclaim_all(struct intrfs *fs)
 		region_task_mutex_lock_nofail(&L->lock);
 		had = h->n->locks != NULL;
 		lk_ranges_set(L, h->n, h->o, h->lk.off,
-			      lk_end_of(h->lk.off, h->lk.len), false, true,
+			      lk_end_of(h->lk.off, h->lk.len), false, true, 0,
 			      &sp);
 		lk_pin_change(fs, h->n, had);
 		region_task_mutex_unlock(&L->lock);

@@ -6,17 +6,33 @@
  * of its open file there, as Linux NFS maps it.  local_lock= keeps either
  * kind in this kernel instead (FUSE's own local locks), and nolock both.
  *
- * Owners: FUSE names a lock's owner (lock_owner: the caller's file table
- * for a POSIX lock, the open file for flock()); the server knows it by a
- * number, the process id (svid), and an opaque handle made of the owner's
- * name and this daemon's (oh), so that no two owners of this host's
- * daemons meet on the server.  What each owner holds on each file is kept
- * here as the server keeps it (POSIX: a new lock replaces the owner's
- * overlapping ones, an unlock splits them), for three ends: a close
- * (FLUSH) releases its owner's POSIX locks on the file and the last close
- * of a file what is left of any owner's (RELEASE, flock's among them); a
- * reboot of the server has every lock reclaimed in its grace period; and
- * GETLK names a holder of this mount by its process.
+ * Owners: FUSE names a POSIX lock's owner (lock_owner: the caller's file
+ * table, or the open file for an OFD lock); an flock() owner is its open
+ * file, which this daemon numbers itself at the open (locks_open(), the
+ * fi->fh FUSE hands back with every request on it), because FUSE's
+ * lock_owner for an open file is made from the kernel's struct file
+ * address, which the next open file often gets again.  The server knows
+ * an owner by a number, the process id (svid), and an opaque handle made
+ * of the owner's name and this daemon's (oh), so that no two owners of
+ * this host's daemons meet on the server.  What each owner holds on each
+ * file is kept here as the server keeps it (POSIX: a new lock replaces the
+ * owner's overlapping ones, an unlock splits them), with the open file it
+ * was taken through, for four ends: a close (FLUSH) releases its owner's
+ * POSIX locks on the file; the last close of an open file (RELEASE) what
+ * was taken through it (its flock(), its OFD locks, a POSIX lock whose
+ * FLUSH never came), and nothing else; a reboot of the server has every
+ * lock reclaimed in its grace period; and GETLK names a holder of this
+ * mount by its process.
+ *
+ * Linux's NFS client lets go of an flock() before close() returns; FUSE
+ * sends the RELEASE after close() has returned, without waiting for it,
+ * so the daemon lets go of it when the RELEASE comes, and what was taken
+ * after it stays: the last close of another open file never touches it,
+ * and a lock request on the file that comes after a RELEASE with locks to
+ * let go of waits for them to go (locks_release_begin(), on the session
+ * thread, as the RELEASE is read), so that a process that closes a file
+ * and locks it again through a new open file does not meet its own old
+ * flock().  Another client may meet it until the UNLOCK is through.
  *
  * A lock that must wait (F_SETLKW, flock() without LOCK_NB) is sent with
  * block set; while the server answers BLOCKED, the waiter sleeps until
@@ -47,7 +63,8 @@
  *
  * Lock order: fs->locks.lock (a task mutex, never held across a call to
  * the server) before fs->nodes_lock (node_pin()).  It protects the
- * owners, every node's ranges, the waiters and the janitor's queue.
+ * owners, every node's ranges, the waiters, the closes under way and the
+ * janitor's queue.
  */
 #include "locks_i.h"
 
@@ -124,7 +141,7 @@ static void node_locked(struct lock_state *L, struct node *n, int delta)
  */
 void lk_ranges_set(struct lock_state *L, struct node *n, struct lk_owner *o,
 		   uint64_t start, uint64_t end, bool excl, bool unlock,
-		   struct lk_spare *sp)
+		   uint64_t file, struct lk_spare *sp)
 {
 	struct lk_range **p = &n->locks;
 
@@ -169,6 +186,7 @@ void lk_ranges_set(struct lock_state *L, struct node *n, struct lk_owner *o,
 		r->o = o;
 		r->start = start;
 		r->end = end;
+		r->file = file;
 		r->exclusive = excl;
 		r->next = n->locks;
 		n->locks = r;
@@ -188,10 +206,10 @@ static bool owner_holds(const struct node *n, const struct lk_owner *o,
 
 /* Owners. */
 
-static struct lk_owner *owner_find(struct intrfs *fs, uint64_t id)
+static struct lk_owner *owner_find(struct intrfs *fs, uint64_t id, bool flock)
 {
 	for (struct lk_owner *o = fs->locks.owners; o; o = o->next)
-		if (o->id == id)
+		if (o->id == id && o->flock == flock)
 			return o;
 	return NULL;
 }
@@ -200,7 +218,7 @@ static struct lk_owner *owner_find(struct intrfs *fs, uint64_t id)
 static struct lk_owner *owner_get(struct intrfs *fs, uint64_t id, bool flock,
 				  pid_t pid, const struct nc_cred *cred)
 {
-	struct lk_owner *o = owner_find(fs, id);
+	struct lk_owner *o = owner_find(fs, id, flock);
 	int n;
 
 	if (!o) {
@@ -210,8 +228,10 @@ static struct lk_owner *owner_get(struct intrfs *fs, uint64_t id, bool flock,
 		o->id = id;
 		o->flock = flock;
 		o->name.svid = pid;
+		/* An open file's number never meets a lock_owner: F. */
 		n = snprintf((char *)o->name.oh, sizeof(o->name.oh),
-			     "%016" PRIx64 "%s", id, fs->locks.oh_tag);
+			     flock ? "F%015" PRIx64 "%s" : "%016" PRIx64 "%s",
+			     id, fs->locks.oh_tag);
 		o->name.oh_len = n < (int)sizeof(o->name.oh) ?
 					 (unsigned)n :
 					 (unsigned)sizeof(o->name.oh);
@@ -290,7 +310,8 @@ static int granted(struct job *j, struct node *n, struct lk_owner *o,
 	}
 	first = !owner_holds(n, o, 0, LK_EOF);
 	had = n->locks != NULL;
-	lk_ranges_set(L, n, o, lk->off, end, lk->exclusive, false, &sp);
+	lk_ranges_set(L, n, o, lk->off, end, lk->exclusive, false, j->fi.fh,
+		      &sp);
 	lk_pin_change(j->fs, n, had);
 	if (first)
 		lk_journal_note(j->fs, n, o);
@@ -333,7 +354,7 @@ void lk_release(struct intrfs *fs, struct node *n, struct lk_owner *o,
 	held = owner_holds(n, o, off, end);
 	had = n->locks != NULL;
 	if (held)
-		lk_ranges_set(L, n, o, off, end, false, true, &sp);
+		lk_ranges_set(L, n, o, off, end, false, true, 0, &sp);
 	lk_pin_change(fs, n, had);
 	region_task_mutex_unlock(&L->lock);
 	lk_spare_put(&sp);
@@ -498,6 +519,58 @@ static int lock_call(struct job *j, struct node *n,
 	return *got ? 0 : rc;
 }
 
+/* Whether a close of n numbered upto or before is letting go of locks. */
+static bool closing_before(const struct lock_state *L, const struct node *n,
+			   uint64_t upto)
+{
+	for (const struct lk_closing *c = L->closing; c; c = c->next)
+		if (c->n == n && c->seq <= upto)
+			return true;
+	return false;
+}
+
+/*
+ * Waits until the last closes of open files of n that came before this
+ * request have let go of their locks: what a closed open file held is
+ * gone for the locks taken after, as Linux's close() lets go of an
+ * flock() before it returns.  Closes that come later are not waited for.
+ * Interruptible as the lock wait; -EINTR, by an interrupt the regions let
+ * through or a fatal signal.
+ */
+static int wait_closes(struct job *j, struct node *n)
+{
+	struct lock_state *L = &j->fs->locks;
+	struct lk_waiter w = { .n = n };
+	uint64_t upto;
+	int rc = 0;
+
+	region_task_mutex_lock_nofail(&L->lock);
+	upto = L->close_seq;
+	if (!closing_before(L, n, upto)) {
+		region_task_mutex_unlock(&L->lock);
+		return 0;
+	}
+	region_task_cond_init(&w.cond);
+	w.next = L->close_waiters;
+	L->close_waiters = &w;
+	j->lk_wait = &w;
+	while (closing_before(L, n, upto) && !j->lk_killed && rc == 0)
+		rc = region_task_cond_wait(&w.cond, &L->lock,
+					   TASK_INTERRUPTIBLE, TASK_FOREVER);
+	if (j->lk_killed)
+		rc = -EINTR;
+	for (struct lk_waiter **p = &L->close_waiters; *p; p = &(*p)->next) {
+		if (*p == &w) {
+			*p = w.next;
+			break;
+		}
+	}
+	j->lk_wait = NULL;
+	region_task_mutex_unlock(&L->lock);
+	region_task_cond_destroy(&w.cond);
+	return rc;
+}
+
 /*
  * Sets a lock of owner o: 0, or the errno.  An interrupted or failed
  * attempt leaves nothing new on the server, before it is answered (an
@@ -515,6 +588,9 @@ static int set_lock(struct job *j, struct node *n, struct lk_owner *o,
 	bool got, held;
 	int rc;
 
+	rc = wait_closes(j, n);
+	if (rc)
+		return rc;
 	/* As Linux: what was written before the lock is the server's. */
 	rc = wb_wait_sent(j->fs, n, 0, 0);
 	if (rc)
@@ -600,14 +676,19 @@ out:
 
 /* The FUSE requests. */
 
-/* The owner a request names, held until the request ends. */
+/*
+ * The owner a request names, held until the request ends: for flock(),
+ * its open file (but for a file opened before locks_open() numbered
+ * them: none is), else FUSE's lock_owner.
+ */
 static struct lk_owner *job_owner(struct job *j, bool flock, pid_t pid)
 {
 	struct lock_state *L = &j->fs->locks;
+	uint64_t id = flock && j->fi.fh ? j->fi.fh : j->fi.lock_owner;
 	struct lk_owner *o;
 
 	region_task_mutex_lock_nofail(&L->lock);
-	o = owner_get(j->fs, j->fi.lock_owner, flock, pid, &j->cred);
+	o = owner_get(j->fs, id, flock, pid, &j->cred);
 	region_task_mutex_unlock(&L->lock);
 	return o;
 }
@@ -680,6 +761,8 @@ int locks_getlk(struct job *j)
 	int rc;
 
 	rc = lk_nlm_ready(j->fs);
+	if (rc == 0)
+		rc = wait_closes(j, n);
 	if (rc)
 		return rc;
 	o = job_owner(j, false, fl->l_pid);
@@ -739,29 +822,46 @@ bool locks_held(struct intrfs *fs, struct node *n, uint64_t owner)
 		return false;
 	region_task_mutex_lock_nofail(&L->lock);
 	for (const struct lk_range *r = n->locks; r && !held; r = r->next)
-		held = r->o->id == owner;
+		held = r->o->id == owner && !r->o->flock;
 	region_task_mutex_unlock(&L->lock);
 	return held;
 }
 
+uint64_t locks_open(struct intrfs *fs)
+{
+	/* relaxed: only unique, ordered by nothing. */
+	return atomic_fetch_add_explicit(&fs->locks.files, 1,
+					 memory_order_relaxed) +
+	       1;
+}
+
 /*
- * A close: FLUSH releases the POSIX locks of its owner (the caller's file
- * table) on the file; the last close of an open file (RELEASE) its flock
- * locks, and when it was the last open file of n here, every lock left on
- * n, whoever's (an OFD lock, or one whose FLUSH never came).
+ * Lets go of the ranges on n that match, by the janitor's UNLOCKs,
+ * waited for: those of POSIX owner `owner`, all of them in one; or with
+ * by_file, those taken through open file `owner`, one each (their owner
+ * may hold others, through other open files).
  */
-void locks_close(struct job *j, struct node *n, uint64_t owner, bool last)
+static void release_matching(struct job *j, struct node *n, uint64_t owner,
+			     bool by_file)
 {
 	struct lock_state *L = &j->fs->locks;
 
 	for (;;) {
 		struct lk_owner *o = NULL;
+		uint64_t off = 0, len = 0;
 		struct nc_cred cred;
 
 		region_task_mutex_lock_nofail(&L->lock);
-		for (struct lk_range *r = n->locks; r && !o; r = r->next)
-			if (r->o->id == owner || last)
-				o = r->o;
+		for (struct lk_range *r = n->locks; r && !o; r = r->next) {
+			if (by_file ? r->file != owner :
+				      r->o->flock || r->o->id != owner)
+				continue;
+			o = r->o;
+			if (!by_file)
+				break;
+			off = r->start;
+			len = r->end == LK_EOF ? 0 : r->end - r->start + 1;
+		}
 		if (o) {
 			o->refs++;
 			cred = o->cred;
@@ -769,11 +869,63 @@ void locks_close(struct job *j, struct node *n, uint64_t owner, bool last)
 		region_task_mutex_unlock(&L->lock);
 		if (!o)
 			return;
-		lk_release(j->fs, n, o, 0, 0, &cred, true);
+		lk_release(j->fs, n, o, off, len, &cred, true);
 		region_task_mutex_lock_nofail(&L->lock);
 		lk_owner_put(j->fs, o);
 		region_task_mutex_unlock(&L->lock);
 	}
+}
+
+/* A close (FLUSH) releases its owner's (the caller's file table's). */
+void locks_close(struct job *j, struct node *n, uint64_t owner)
+{
+	release_matching(j, n, owner, false);
+}
+
+bool locks_release_begin(struct intrfs *fs, struct node *n, uint64_t file)
+{
+	struct lock_state *L = &fs->locks;
+	struct lk_closing *c;
+	bool held = false;
+
+	/* relaxed: a hint, exact once under the lock. */
+	if (!atomic_load_explicit(&n->nlocks, memory_order_relaxed))
+		return false;
+	region_task_mutex_lock_nofail(&L->lock);
+	for (const struct lk_range *r = n->locks; r && !held; r = r->next)
+		held = r->file == file;
+	/* Without memory, later requests do not wait: they may meet them. */
+	if (held && (c = calloc(1, sizeof(*c)))) {
+		c->n = n;
+		c->file = file;
+		c->seq = ++L->close_seq;
+		c->next = L->closing;
+		L->closing = c;
+	}
+	region_task_mutex_unlock(&L->lock);
+	return held;
+}
+
+void locks_release(struct job *j, struct node *n, uint64_t file)
+{
+	struct lock_state *L = &j->fs->locks;
+	struct lk_closing *c = NULL;
+
+	release_matching(j, n, file, true);
+	region_task_mutex_lock_nofail(&L->lock);
+	for (struct lk_closing **p = &L->closing; *p; p = &(*p)->next) {
+		if ((*p)->file == file) {
+			c = *p;
+			*p = c->next;
+			break;
+		}
+	}
+	if (c)
+		for (struct lk_waiter *w = L->close_waiters; w; w = w->next)
+			if (w->n == n)
+				region_task_cond_broadcast(&w->cond);
+	region_task_mutex_unlock(&L->lock);
+	free(c);
 }
 
 /* The callbacks (on lockd.c's thread, which must not wait long). */

@@ -25,7 +25,8 @@
 /* An owner, and how the server knows it. */
 struct lk_owner {
 	struct lk_owner *next;
-	uint64_t id; /* FUSE's lock_owner */
+	/* POSIX: FUSE's lock_owner; flock(): its open file (locks_open()) */
+	uint64_t id;
 	bool flock; /* an open file's flock(); else a POSIX owner */
 	pid_t pid; /* its process, as the last request said */
 	struct nc_cred cred; /* whose calls its reclaims are */
@@ -38,7 +39,20 @@ struct lk_range {
 	struct lk_range *next; /* on the node's list */
 	struct lk_owner *o;
 	uint64_t start, end; /* end inclusive; LK_EOF: to the end */
+	uint64_t file; /* the open file it was taken through */
 	bool exclusive;
+};
+
+/*
+ * The last close of an open file that holds locks (a RELEASE), from the
+ * moment the session thread reads it until its locks are gone: a lock
+ * request on the file waits for the ones that came before it.
+ */
+struct lk_closing {
+	struct lk_closing *next;
+	struct node *n;
+	uint64_t file;
+	uint64_t seq; /* lock_state's close_seq when it came */
 };
 
 /* A LOCK the server answered BLOCKED, on the stack of its request. */
@@ -77,12 +91,13 @@ uint64_t lk_end_of(uint64_t off, uint64_t len);
 bool lk_spare_get(struct lk_spare *sp, unsigned n);
 void lk_spare_put(struct lk_spare *sp);
 /*
- * Owner o's ranges on n after it locks [start, end] (excl or not) or, with
- * unlock, unlocks it, as the server keeps them.  locks.lock held.
+ * Owner o's ranges on n after it locks [start, end] (excl or not) through
+ * open file `file` or, with unlock, unlocks it, as the server keeps them.
+ * locks.lock held.
  */
 void lk_ranges_set(struct lock_state *L, struct node *n, struct lk_owner *o,
 		   uint64_t start, uint64_t end, bool excl, bool unlock,
-		   struct lk_spare *sp);
+		   uint64_t file, struct lk_spare *sp);
 /* Pins or unpins n when it gained its first range or lost its last. */
 void lk_pin_change(struct intrfs *fs, struct node *n, bool had);
 /* Drops a reference on o, freed with the last.  locks.lock held. */

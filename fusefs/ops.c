@@ -108,6 +108,8 @@ static void reply_open(struct job *j)
 	struct node *n = node_of(j->fs, j->ino);
 
 	node_open(j->fs, n);
+	/* What its locks are known by (locks_open()). */
+	j->fi.fh = locks_open(j->fs);
 	if (fuse_reply_open(j->req, &j->fi) == -ENOENT)
 		open_refused(j, n);
 }
@@ -576,6 +578,7 @@ static void reply_create(struct job *j)
 	struct node *n = node_of(j->fs, j->entry.ino);
 
 	node_open(j->fs, n);
+	j->fi.fh = locks_open(j->fs);
 	if (fuse_reply_create(j->req, &j->entry, &j->fi) == -ENOENT) {
 		node_kattr_unknown(j->fs, n);
 		open_refused(j, n);
@@ -990,7 +993,7 @@ static int run_flush(struct job *j)
 	struct node *n = node_of(j->fs, j->ino);
 	int rc = wb_sync(JOB_ACTOR(j), n);
 
-	locks_close(j, n, j->fi.lock_owner, false);
+	locks_close(j, n, j->fi.lock_owner);
 	return rc;
 }
 
@@ -1036,11 +1039,13 @@ static int run_release(struct job *j)
 		fprintf(stderr, "intrfs: commit at release failed: %s\n",
 			strerror(-rc));
 	/*
-	 * The open file's flock() locks go with it; with the last open of
-	 * the file here, whatever is left (j->flags: the last).
+	 * What was taken through the open file goes with it (its flock(),
+	 * which fi->flock_release says FUSE took, among them), and nothing
+	 * taken through another, even when this was the last open of the
+	 * file here: a newer open's lock may already be held.
 	 */
-	locks_close(j, n, j->fi.flock_release ? j->fi.lock_owner : 0,
-		    j->flags != 0);
+	if (j->flags)
+		locks_release(j, n, j->fi.fh);
 	if (j->name) {
 		/* The last close of a file unlinked while open. */
 		silly_remove(j->fs, n, j->name);
@@ -1059,8 +1064,7 @@ static void op_release(fuse_req_t req, fuse_ino_t ino,
 	nfs_event(fs, VFSRELEASE);
 	/* Pinned until the release is done: a FORGET may come meanwhile. */
 	char *silly = node_close(fs, n);
-	bool last = node_last_close(fs, n);
-	/* relaxed: a hint; locks_close() looks under the lock. */
+	/* relaxed: a hint; locks_release_begin() looks under the lock. */
 	bool locked = atomic_load_explicit(&n->nlocks, memory_order_relaxed);
 	struct job *j;
 
@@ -1080,7 +1084,11 @@ static void op_release(fuse_req_t req, fuse_ino_t ino,
 	}
 	j->ino = ino;
 	j->name = silly;
-	j->flags = last;
+	/*
+	 * Here, as the RELEASE is read: a lock request on the file that
+	 * comes after it waits until what this open file held is gone.
+	 */
+	j->flags = locked && locks_release_begin(fs, n, fi->fh);
 	copy_fi(j, fi);
 	submit(j, true);
 }
