@@ -10,9 +10,9 @@
  * the other's has returned): O_APPEND writes from both clients keep every
  * line, in order, whatever B cached and however long between them, with
  * and without O_DIRECT, with files held open.  Appends made at once keep
- * every line under an fcntl() lock of the log around each, and from
- * processes of one client; from two clients without a lock they do not
- * (below).
+ * every line under an fcntl() or flock() lock of the log around each, and
+ * from processes of one client; from two clients without a lock they do
+ * not (below).
  */
 #include "harness.h"
 
@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -450,18 +451,20 @@ TEST_IMPL(clients_append_log)
  * GETATTR that finds the end and the WRITE are two calls), so what that
  * race leaves is measured (tests/bench/append), never asserted.  What
  * holds, and is pinned here: every line is kept when each append is made
- * under a whole-file fcntl() lock of the log (the server's lock manager's,
- * which both clients ask), and when the appenders are processes of one
+ * under a whole-file fcntl() lock of the log or an flock() of it (the
+ * server's lock manager's, which both clients ask; the flock() goes with
+ * the RELEASE that FUSE sends after close() has returned, and the next
+ * open file's lock stays), and when the appenders are processes of one
  * client (the kernel holds the file's inode lock across a write, and an
- * append is answered once its WRITE is on the server).  Not flock(): its
- * lock goes at the RELEASE of the open file, which FUSE sends after
- * close() has returned, and a next open file's lock may go with it
- * (README, "Two clients appending to one log").  Writer K's lines are
- * "wK-NNNN" and 3*(K-1) dots: lines of different lengths, so that one
+ * append is answered once its WRITE is on the server).  Writer K's lines
+ * are "wK-NNNN" and 3*(K-1) dots: lines of different lengths, so that one
  * written over another leaves a torn line.
  */
 #define APPEND_PAD 3
 #define APPEND_WRITERS 4
+
+/* What an appender locks the log with around each append. */
+enum append_lock { APPEND_UNLOCKED, APPEND_FCNTL, APPEND_FLOCK };
 
 /* Writer k's line n, its newline included, in buf; its length. */
 static int append_line(char *buf, size_t len, unsigned k, unsigned n)
@@ -472,11 +475,12 @@ static int append_line(char *buf, size_t len, unsigned k, unsigned n)
 
 /*
  * Writer k, a child: waits for EOF on go_fd, then appends count lines to
- * path, each an open(O_APPEND), the lock when locked, a write and a close.
- * Exits 0, or the number of the step that failed (no ASSERT in a child).
+ * path, each an open(O_APPEND), the lock, a write and a close (which lets
+ * go of the lock).  Exits 0, or the number of the step that failed (no
+ * ASSERT in a child).
  */
-static void appender(const char *path, unsigned k, unsigned count, bool locked,
-		     int go_fd)
+static void appender(const char *path, unsigned k, unsigned count,
+		     enum append_lock lock, int go_fd)
 {
 	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
 	char line[32], c;
@@ -489,7 +493,8 @@ static void appender(const char *path, unsigned k, unsigned count, bool locked,
 
 		if (fd < 0)
 			_exit(1);
-		if (locked && fcntl(fd, F_SETLKW, &fl))
+		if ((lock == APPEND_FCNTL && fcntl(fd, F_SETLKW, &fl)) ||
+		    (lock == APPEND_FLOCK && flock(fd, LOCK_EX)))
 			_exit(2);
 		if (write(fd, line, (size_t)len) != len)
 			_exit(3);
@@ -563,12 +568,15 @@ TEST_IMPL(clients_append_at_once)
 		const char *what;
 		unsigned mounts; /* writer K appends through mount (K-1) % mounts */
 		unsigned writers, count;
-		bool locked; /* a whole-file fcntl() lock around each append */
+		enum append_lock lock; /* around each append */
 	} rows[] = {
-		{ "4 processes of one client, no lock", 1, 4, 100, false },
+		{ "4 processes of one client, no lock", 1, 4, 100,
+		  APPEND_UNLOCKED },
 		{ "2 clients, 2 processes each, an fcntl() lock around each "
 		  "append",
-		  2, 4, 15, true },
+		  2, 4, 15, APPEND_FCNTL },
+		{ "2 clients, 2 processes each, flock() around each append", 2,
+		  4, 15, APPEND_FLOCK },
 	};
 	struct test_server s;
 	struct mnt m[2];
@@ -592,7 +600,7 @@ TEST_IMPL(clients_append_at_once)
 			if (pids[k - 1] == 0) {
 				close(go[1]);
 				appender(mpath(via, name), k, rows[i].count,
-					 rows[i].locked, go[0]);
+					 rows[i].lock, go[0]);
 			}
 		}
 		close(go[0]);
@@ -604,7 +612,7 @@ TEST_IMPL(clients_append_at_once)
 				  pids[k - 1]);
 			if (!WIFEXITED(status) || WEXITSTATUS(status))
 				TEST__FAIL("%s: writer %u failed (status "
-					   "0x%x: 1 open, 2 fcntl, 3 write, 4 "
+					   "0x%x: 1 open, 2 lock, 3 write, 4 "
 					   "close)",
 					   rows[i].what, k, status);
 		}

@@ -189,6 +189,18 @@ TEST_IMPL(locks_between_clients)
 		c_waits_for(&c, "f", 2000));
 	fb = open_rw(mpath(&b, "f"));
 
+	/*
+	 * An OFD lock goes with its open file too, though another open file
+	 * of the file stays open here (fa), as Linux's close lets go of it:
+	 * the RELEASE of the one it was taken through lets go of it, soon.
+	 */
+	fa2 = open_rw(mpath(&a, "f"));
+	ASSERT_EQ(fcntl_lock(fa2, F_OFD_SETLK, F_WRLCK, 0, 0), 0);
+	ASSERT_EQ(c_can_lock(&c, "f", 0, 1), EAGAIN);
+	close(fa2);
+	fprintf(stderr, "# OFD lock released %u ms after its file's close\n",
+		c_waits_for(&c, "f", 2000));
+
 	/* Closing any descriptor of the file releases the process's locks. */
 	ASSERT_EQ(fcntl_lock(fa, F_SETLK, F_WRLCK, 0, 0), 0);
 	fa2 = open_rw(mpath(&a, "f"));
@@ -201,6 +213,90 @@ TEST_IMPL(locks_between_clients)
 	mnt_stop(&c);
 	mnt_stop(&b);
 	mnt_stop(&a);
+	return 0;
+}
+
+/*
+ * A close lets go of its own open file's locks and of nothing taken after
+ * it.  A process closes the file it held flock() on, opens it again and
+ * locks the new open file at once (flock(), or fcntl()), as an appender
+ * that locks around each append does: 30 ms later the lock is still its
+ * own, checked through the other client, in every try, whenever FUSE's
+ * RELEASE of the old open file (sent after close() has returned) is
+ * handled.  And, as Linux unlocks an flock() before close() returns, a
+ * LOCK_NB flock() of the new open file, from the same client, finds the
+ * old one gone.
+ */
+#define RELOCK_TRIES 200
+
+enum relock { RELOCK_FLOCK, RELOCK_FCNTL, RELOCK_FLOCK_NB };
+
+TEST_IMPL(locks_reopen_relock)
+{
+	static const struct {
+		const char *what;
+		enum relock how;
+	} rows[] = {
+		{ "flock() of the new open file", RELOCK_FLOCK },
+		{ "an fcntl() lock through the new open file", RELOCK_FCNTL },
+		{ "flock(LOCK_NB) of the new open file", RELOCK_FLOCK_NB },
+	};
+	struct test_server s;
+	unsigned bad = 0;
+	struct mnt a, c;
+
+	srv_get(&s);
+	hosts_up(&s, 0);
+	mnt_start(&a, &s, "");
+	mnt_start_shared(&c, &a, &s, "");
+	write_file(mpath(&a, "log"), "x", 1);
+	for (unsigned i = 0; i < ARRAY_SIZE(rows); i++) {
+		unsigned lost = 0, refused = 0;
+		int err = 0;
+
+		for (unsigned t = 0; t < RELOCK_TRIES; t++) {
+			int fd = open_rw(mpath(&a, "log"));
+
+			ASSERT_EQ(do_flock(fd, LOCK_EX), 0);
+			ASSERT_EQ(close(fd), 0);
+			fd = open_rw(mpath(&a, "log"));
+			switch (rows[i].how) {
+			case RELOCK_FLOCK:
+				err = do_flock(fd, LOCK_EX);
+				break;
+			case RELOCK_FCNTL:
+				err = fcntl_lock(fd, F_SETLKW, F_WRLCK, 0, 0);
+				break;
+			case RELOCK_FLOCK_NB:
+				err = do_flock(fd, LOCK_EX | LOCK_NB);
+				break;
+			}
+			if (err == EWOULDBLOCK &&
+			    rows[i].how == RELOCK_FLOCK_NB) {
+				refused++;
+				/* Then it waits for the old one to go. */
+				err = do_flock(fd, LOCK_EX);
+			}
+			ASSERT_EQ(err, 0);
+			test_sleep_ms(30);
+			if (c_can_lock(&c, "log", 0, 0) == 0)
+				lost++;
+			ASSERT_EQ(close(fd), 0);
+		}
+		fprintf(stderr,
+			"# %s: not held 30 ms later in %u of %u tries, the "
+			"closed file's flock() still there in %u\n",
+			rows[i].what, lost, RELOCK_TRIES, refused);
+		bad += lost + refused;
+	}
+	/* Every row measured first, for the figures. */
+	if (bad)
+		TEST__FAIL("a process that closed the file and locked it "
+			   "again did not hold the new lock, or met its "
+			   "closed file's flock() (above)");
+	mnt_stop(&c);
+	mnt_stop(&a);
+	hosts_down(&s);
 	return 0;
 }
 
