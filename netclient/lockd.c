@@ -10,19 +10,30 @@
  * nc_lockd_ops); this file serves the calls, registers the program with
  * the local rpcbind and talks to the local status monitor.
  *
- * The service is libtirpc's (svc_vc on TCP, svc_dg on UDP, the status
- * monitor's transport) run by a thread of its own with a poll loop that a
- * pipe stops; its dispatch function takes no argument, so one service per
- * process (the daemon has one client).  Registration and the status
- * monitor use short libtirpc client calls to 127.0.0.1 of this network
- * namespace: rpcbind takes SET and UNSET only from a reserved port there,
- * and rpc.statd takes SM_MON only from 127.0.0.1, for program 100021.  A
- * program already registered by a live service (the kernel's lockd, a
- * server's lock manager, another mount) is left alone: then no callback
- * comes, and the caller polls.  A registration whose port nobody listens
- * on is a dead daemon's, and is replaced.
+ * The service is libtirpc's (a connection's svc_fd on TCP, svc_dg on UDP,
+ * the status monitor's transport) run by a thread of its own with a poll
+ * loop that a pipe stops; its dispatch function takes no argument, so one
+ * service per process (the daemon has one client).  The loop accepts the
+ * TCP connections itself, so that it knows them: a server's lock manager
+ * may open one for each GRANTED_MSG and never close it (ganesha 4.3 does),
+ * and libtirpc serves no descriptor past FD_SETSIZE (1,024), so a
+ * connection kept for good is a descriptor gone for good.  One idle for
+ * CONN_IDLE_MS is closed, and past CONN_MAX the one idle longest, as
+ * Linux's svc closes its temporary sockets (svc_age_temp_xprts(), idle 6
+ * minutes; svc_check_conn_limits()); a server that wants to call again
+ * connects again.
  *
- * The service thread only reads the lockd object, set before it starts;
+ * Registration and the status monitor use short libtirpc client calls to
+ * 127.0.0.1 of this network namespace: rpcbind takes SET and UNSET only
+ * from a reserved port there, and rpc.statd takes SM_MON only from
+ * 127.0.0.1, for program 100021.  A program already registered by a live
+ * service (the kernel's lockd, a server's lock manager, another mount) is
+ * left alone: then no callback comes, and the caller polls.  A
+ * registration whose port nobody listens on is a dead daemon's, and is
+ * replaced.
+ *
+ * The service thread only reads the lockd object, set before it starts,
+ * but for the connections, which are its own until it has stopped;
  * GRANTED_RES calls go out in its own task, softerr, so that a server
  * that does not answer them keeps no callback waiting long.
  */
@@ -50,6 +61,17 @@ _Static_assert(NLM4_SM_PRIVSIZE == NSM_PRIVSIZE, "priv[] of the two");
 /* GRANTED_RES: a second, then one more try. */
 #define RES_TIMEO 10
 #define RES_RETRANS 1
+/* A callback connection that says nothing this long is closed... */
+#define CONN_IDLE_MS 5000
+/* ...and beyond this many, the one idle longest. */
+#define CONN_MAX 64
+
+/* A TCP connection a server's lock manager opened to us. */
+struct conn {
+	SVCXPRT *xp; /* libtirpc's, which closes fd */
+	int fd;
+	uint64_t last_ns; /* when it last had something to read */
+};
 
 struct nc__lockd {
 	nc_client_t *c;
@@ -60,7 +82,11 @@ struct nc__lockd {
 	bool monitoring; /* SM_MON succeeded */
 	char mon_name[INET_ADDRSTRLEN];
 	char priv[NSM_PRIVSIZE]; /* ours, handed back by the monitor */
-	SVCXPRT *tcp, *udp; /* the listening socket's, the datagram one's */
+	SVCXPRT *udp; /* the datagram socket's */
+	/* The service thread's: the connections tcp_fd accepted. */
+	struct conn conns[CONN_MAX + 1];
+	unsigned nconns;
+	unsigned conn_refused; /* accepted past what libtirpc serves */
 	struct nc__xprt *res; /* GRANTED_RES to the server */
 	task_t *task; /* the service thread's */
 	int stop[2];
@@ -432,30 +458,119 @@ static void dispatch(struct svc_req *rq, SVCXPRT *xp)
 	svcerr_noproc(xp);
 }
 
+/* Connections. */
+
+/* Closes connection i (libtirpc closes its descriptor). */
+static void conn_close(struct nc__lockd *ld, unsigned i)
+{
+	svc_destroy(ld->conns[i].xp);
+	ld->conns[i] = ld->conns[--ld->nconns];
+}
+
+/* Whether libtirpc serves fd (it is in svc_pollfd). */
+static bool conn_served(int fd)
+{
+	for (int k = 0; k < svc_max_pollfd; k++)
+		if (svc_pollfd[k].fd == fd)
+			return true;
+	return false;
+}
+
+/* A connection the listening socket has: served from now on. */
+static void conn_accept(struct nc__lockd *ld, uint64_t now)
+{
+	int fd = accept4(ld->tcp_fd, NULL, NULL, SOCK_CLOEXEC);
+	SVCXPRT *xp;
+
+	if (fd < 0)
+		return; /* gone meanwhile, or no descriptor: it may retry */
+	xp = svc_fd_create(fd, 0, 0);
+	if (!xp) {
+		close(fd);
+		return;
+	}
+	if (!conn_served(fd)) {
+		/* Past FD_SETSIZE, libtirpc keeps it without serving it. */
+		if (!ld->conn_refused++)
+			fprintf(stderr,
+				"intrfs: lock callbacks: descriptor %d is past "
+				"what libtirpc serves: callback connections "
+				"are closed at once\n",
+				fd);
+		svc_destroy(xp);
+		return;
+	}
+	ld->conns[ld->nconns++] = (struct conn){ xp, fd, now };
+	if (ld->nconns > CONN_MAX) {
+		unsigned oldest = 0;
+
+		for (unsigned i = 1; i < ld->nconns; i++)
+			if (ld->conns[i].last_ns < ld->conns[oldest].last_ns)
+				oldest = i;
+		conn_close(ld, oldest);
+	}
+}
+
+/*
+ * After libtirpc served fds (poll's view of svc_pollfd, max of them):
+ * forgets the connections it closed (the peer's EOF; it took them out of
+ * svc_pollfd, and only this thread puts any in), notes which had
+ * something, closes those idle too long.  The milliseconds until the
+ * next one will be, or -1.
+ */
+static int conns_sweep(struct nc__lockd *ld, const struct pollfd *fds, int max,
+		       uint64_t now)
+{
+	uint64_t next = UINT64_MAX;
+	unsigned i = 0;
+
+	while (i < ld->nconns) {
+		struct conn *c = &ld->conns[i];
+
+		if (!conn_served(c->fd)) {
+			ld->conns[i] = ld->conns[--ld->nconns];
+			continue;
+		}
+		for (int k = 0; k < max; k++)
+			if (fds[k].fd == c->fd && fds[k].revents)
+				c->last_ns = now;
+		if (now - c->last_ns >= CONN_IDLE_MS * 1000000ull) {
+			conn_close(ld, i);
+			continue;
+		}
+		if (c->last_ns + CONN_IDLE_MS * 1000000ull < next)
+			next = c->last_ns + CONN_IDLE_MS * 1000000ull;
+		i++;
+	}
+	return next == UINT64_MAX ? -1 : (int)((next - now) / 1000000 + 1);
+}
+
 static void *lockd_main(void *arg)
 {
 	struct nc__lockd *ld = arg;
 	struct pollfd *fds = NULL;
-	int n = 0;
+	int n = 0, timeout = -1;
 
 	region_task_enter(ld->task);
 	for (;;) {
 		int max = svc_max_pollfd, ready;
 		struct pollfd *grown;
+		uint64_t now;
 
-		if (max + 1 > n) {
-			grown = realloc(fds, (size_t)(max + 1) * sizeof(*fds));
+		if (max + 2 > n) {
+			grown = realloc(fds, (size_t)(max + 2) * sizeof(*fds));
 			if (!grown) {
 				fprintf(stderr, "intrfs: lock callbacks: out "
 						"of memory\n");
 				break;
 			}
 			fds = grown;
-			n = max + 1;
+			n = max + 2;
 		}
 		memcpy(fds, svc_pollfd, (size_t)max * sizeof(*fds));
 		fds[max] = (struct pollfd){ ld->stop[0], POLLIN, 0 };
-		ready = poll(fds, (nfds_t)max + 1, -1);
+		fds[max + 1] = (struct pollfd){ ld->tcp_fd, POLLIN, 0 };
+		ready = poll(fds, (nfds_t)max + 2, timeout);
 		if (ready < 0) {
 			if (errno == EINTR)
 				continue;
@@ -463,8 +578,18 @@ static void *lockd_main(void *arg)
 		}
 		if (fds[max].revents)
 			break;
+		/* Only svc_pollfd's count: svc_getreq_poll() stops there. */
+		if (fds[max + 1].revents)
+			ready--;
 		if (ready)
 			svc_getreq_poll(fds, ready);
+		now = region_now_ns();
+		timeout = conns_sweep(ld, fds, max, now);
+		if (fds[max + 1].revents) {
+			conn_accept(ld, now);
+			if (timeout < 0)
+				timeout = CONN_IDLE_MS;
+		}
 	}
 	free(fds);
 	region_task_leave(ld->task);
@@ -498,14 +623,23 @@ static int serve(struct nc__lockd *ld, char *err, size_t errlen)
 	ld->tcp_fd = listen_socket(SOCK_STREAM, &ld->tcp_port);
 	if (ld->tcp_fd < 0)
 		goto fail;
+	/* A connection reset before its accept() must not hold the loop. */
+	if (fcntl(ld->tcp_fd, F_SETFL, O_NONBLOCK) < 0) {
+		int rc = -errno;
+
+		close(ld->tcp_fd);
+		ld->tcp_fd = rc;
+		goto fail;
+	}
 	ld->udp_fd = listen_socket(SOCK_DGRAM, &ld->udp_port);
 	if (ld->udp_fd < 0)
 		goto fail;
-	ld->tcp = svc_vc_create(ld->tcp_fd, 0, 0);
+	/*
+	 * NULL netconfig: registered by us, from a reserved port.  The
+	 * program's dispatch is every transport's, the connections' too.
+	 */
 	ld->udp = svc_dg_create(ld->udp_fd, 0, 0);
-	/* NULL netconfig: registered by us, from a reserved port. */
-	if (!ld->tcp || !ld->udp ||
-	    !svc_reg(ld->tcp, NLM_PROG, NLM4_VERS, dispatch, NULL) ||
+	if (!ld->udp ||
 	    !svc_reg(ld->udp, NLM_PROG, NLM4_VERS, dispatch, NULL)) {
 		snprintf(err, errlen,
 			 "lock callbacks: libtirpc's service "
@@ -603,12 +737,11 @@ void nc_lockd_stop(nc_client_t *c)
 	/*
 	 * Not svc_unreg(): it would also unset the program at rpcbind,
 	 * which may be another service's.  svc_destroy() closes the
-	 * sockets; the connections the listening socket accepted stay
-	 * libtirpc's, and end with the process, whose last act this is.
+	 * sockets.
 	 */
-	if (ld->tcp)
-		svc_destroy(ld->tcp);
-	else if (ld->tcp_fd >= 0)
+	while (ld->nconns)
+		conn_close(ld, 0);
+	if (ld->tcp_fd >= 0)
 		close(ld->tcp_fd);
 	if (ld->udp)
 		svc_destroy(ld->udp);
