@@ -17,7 +17,10 @@
  * whatever region encloses it: two processes that each hold a lock and
  * wait for the other's, inside uninterruptible caller regions, die at
  * once on SIGKILL under every policy, and a third client takes both
- * locks after.
+ * locks after.  A close lets go of what its own open file took and of
+ * nothing newer: a file closed and locked again at once stays locked.
+ * With the server a host of its own, grants come as callbacks, and many
+ * of them leave a bounded number of connections behind.
  *
  * The tests' own process is a lock owner too: its locks through A and
  * through B are two clients' (the server sees two hosts' owners), and
@@ -26,8 +29,10 @@
  */
 #include "harness.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -981,6 +986,228 @@ TEST_IMPL(locks_hosts_callback_grant)
 	mnt_stop(&c);
 	mnt_stop(&a);
 	mnt_stop(&b);
+	hosts_down(&s);
+	return 0;
+}
+
+/* TCP states in /proc/net/tcp. */
+#define TCP_ESTABLISHED 0x01
+#define TCP_CLOSE_WAIT 0x08
+#define TCP_LISTEN 0x0a
+
+/* Whether socket inode `inode` is one of pid's descriptors. */
+static bool pid_has_socket(pid_t pid, unsigned long inode)
+{
+	char path[64], link[64], want[64];
+	bool has = false;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	snprintf(want, sizeof(want), "socket:[%lu]", inode);
+	d = opendir(path);
+	for (struct dirent *e; d && !has && (e = readdir(d));) {
+		ssize_t n =
+			readlinkat(dirfd(d), e->d_name, link, sizeof(link) - 1);
+
+		if (n <= 0)
+			continue;
+		link[n] = '\0';
+		has = strcmp(link, want) == 0;
+	}
+	if (d)
+		closedir(d);
+	return has;
+}
+
+/* What the callback connections pid accepted are, by state. */
+struct conns {
+	unsigned all, established, close_wait;
+};
+
+/*
+ * The TCP connections pid holds that its listening sockets accepted (in
+ * pid's network namespace): for a daemon, the lock manager's callbacks.
+ */
+static struct conns accepted_conns(pid_t pid)
+{
+	unsigned listen[8], nlisten = 0;
+	struct conns c = { 0, 0, 0 };
+	char path[64], line[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/net/tcp", (int)pid);
+	for (int pass = 0; pass < 2; pass++) {
+		f = fopen(path, "r");
+		ASSERT_NOT_NULL(f);
+		while (fgets(line, sizeof(line), f)) {
+			unsigned lport, state;
+			unsigned long inode;
+			bool mine = false;
+
+			if (sscanf(line,
+				   " %*d: %*x:%x %*x:%*x %x %*x:%*x %*x:%*x "
+				   "%*x %*u %*u %lu",
+				   &lport, &state, &inode) != 3)
+				continue;
+			for (unsigned i = 0; i < nlisten; i++)
+				mine |= listen[i] == lport;
+			if (pass == 0 && state == TCP_LISTEN && nlisten < 8 &&
+			    pid_has_socket(pid, inode))
+				listen[nlisten++] = lport;
+			if (pass == 1 && state != TCP_LISTEN && mine && inode &&
+			    pid_has_socket(pid, inode)) {
+				c.all++;
+				c.established += state == TCP_ESTABLISHED;
+				c.close_wait += state == TCP_CLOSE_WAIT;
+			}
+		}
+		fclose(f);
+	}
+	return c;
+}
+
+/* The descriptors pid has open. */
+static unsigned open_fds(pid_t pid)
+{
+	char path[64];
+	unsigned n = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	d = opendir(path);
+	ASSERT_NOT_NULL(d);
+	for (struct dirent *e; (e = readdir(d));)
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+/*
+ * The lock manager's callbacks leave no pile of connections behind.
+ * ganesha opens a connection to this host's lock manager for each
+ * GRANTED_MSG and never closes it; the mount closes those idle for a few
+ * seconds, and past a cap the one idle longest.  1,500 locks that wait
+ * and are granted by callback: each is granted within 5 s of the holder
+ * letting go (no LOCK sent again, which is 30 s away), the mount never
+ * holds more than CALLBACK_CONNS_MAX callback connections, a lock still
+ * gets its callback at the end, and once idle, none is left.
+ */
+#define CALLBACK_LOCKS 1500
+#define CALLBACK_CONNS_MAX 64
+#define CALLBACK_IDLE_MS 5000
+
+/*
+ * A child that takes flock() of path and lets go of it at each byte on
+ * go, and says so with a byte on done; until go is closed.
+ */
+static pid_t flocker_start(const char *path, int go[2], int done[2])
+{
+	pid_t pid;
+
+	ASSERT_EQ(pipe(go), 0);
+	ASSERT_EQ(pipe(done), 0);
+	fflush(NULL);
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		int fd = open(path, O_RDWR);
+		char b;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		signal(SIGABRT, SIG_DFL);
+		close(go[1]);
+		close(done[0]);
+		if (fd < 0)
+			_exit(1);
+		while (read(go[0], &b, 1) == 1) {
+			if (flock(fd, LOCK_EX) || flock(fd, LOCK_UN))
+				_exit(2);
+			if (write(done[1], "d", 1) != 1)
+				_exit(3);
+		}
+		_exit(0);
+	}
+	close(go[0]);
+	close(done[1]);
+	return pid;
+}
+
+/* Whether the flocker said done within ms. */
+static bool flocker_done(int done, unsigned ms)
+{
+	struct pollfd pf = { done, POLLIN, 0 };
+	char b;
+
+	return poll(&pf, 1, (int)ms) == 1 && read(done, &b, 1) == 1;
+}
+
+TEST_IMPL(locks_hosts_callback_conns)
+{
+	struct test_server s;
+	unsigned most = 0, ms;
+	uint64_t res, locks, t0;
+	int go[2], done[2], fc;
+	struct mnt a, c;
+	struct conns k;
+	pid_t pid;
+
+	srv_get(&s);
+	hosts_up(&s, 0);
+	mnt_start(&a, &s, "");
+	mnt_start_shared(&c, &a, &s, "");
+	write_file(mpath(&a, "f"), "x", 1);
+	/* A locks first: it serves the callbacks. */
+	ASSERT_EQ(c_can_lock(&a, "f", 0, 0), 0);
+	fc = open_rw(mpath(&c, "f"));
+	pid = flocker_start(mpath(&a, "f"), go, done);
+	t0 = region_now_ns();
+	for (unsigned i = 1; i <= CALLBACK_LOCKS; i++) {
+		ASSERT_EQ(do_flock(fc, LOCK_EX), 0);
+		ASSERT_EQ(write(go[1], "g", 1), 1);
+		/* Its LOCK waits on the server: the grant is a callback. */
+		ASSERT_WITHIN(proc_in_fuse(pid), 10000);
+		test_sleep_ms(10);
+		ASSERT_EQ(do_flock(fc, LOCK_UN), 0);
+		if (!flocker_done(done[0], 5000))
+			TEST__FAIL("lock %u was not granted within 5 s of the "
+				   "holder letting go; the mount holds %u "
+				   "callback connections, ganesha %u "
+				   "descriptors",
+				   i, accepted_conns(a.pid).all,
+				   open_fds(s.ganesha));
+		if (i % 100 == 0) {
+			k = accepted_conns(a.pid);
+			if (k.all > most)
+				most = k.all;
+		}
+	}
+	res = mnt_proc_ops(&a, "GRANTED_RES");
+	fprintf(stderr,
+		"# %u locks in %.1f s, %" PRIu64 " granted by callback; at "
+		"most %u callback connections; ganesha holds %u "
+		"descriptors\n",
+		CALLBACK_LOCKS, (double)(region_now_ns() - t0) / 1e9, res, most,
+		open_fds(s.ganesha));
+	ASSERT_LE(most, CALLBACK_CONNS_MAX);
+	/* One more, surely queued on the server: its grant is a callback. */
+	locks = mnt_proc_ops(&a, "LOCK");
+	ASSERT_EQ(do_flock(fc, LOCK_EX), 0);
+	ASSERT_EQ(write(go[1], "g", 1), 1);
+	ASSERT_WITHIN(mnt_proc_ops(&a, "LOCK") > locks, 10000);
+	ASSERT_EQ(do_flock(fc, LOCK_UN), 0);
+	ASSERT(flocker_done(done[0], 5000));
+	ASSERT_UINT64_EQ(mnt_proc_ops(&a, "GRANTED_RES"), res + 1);
+	/* Idle: closed. */
+	t0 = region_now_ns();
+	ASSERT_WITHIN(accepted_conns(a.pid).all == 0, CALLBACK_IDLE_MS + 5000);
+	ms = (unsigned)((region_now_ns() - t0) / 1000000);
+	fprintf(stderr, "# none left %u ms after the last callback\n", ms);
+	close(go[1]);
+	waitpid(pid, NULL, 0);
+	close(done[0]);
+	close(fc);
+	mnt_stop(&c);
+	mnt_stop(&a);
 	hosts_down(&s);
 	return 0;
 }
