@@ -4,7 +4,8 @@
  *
  * The janitor sends CANCEL, UNLOCK and reclaims: a thread with a task of
  * its own that no signal reaches (Linux's rpciod, where lockd's
- * asynchronous calls run).  A caller waits killably for its item, and a
+ * asynchronous calls run), idle between them in a wait the hung-task
+ * watchdog does not count.  A caller waits killably for its item, and a
  * killed caller leaves it to finish.  It tries UNLOCK until the server
  * answers (or the mount goes), CANCEL three times, then UNLOCK instead;
  * after a reboot of the server it reclaims every range held, and one the
@@ -278,10 +279,20 @@ static void *janitor_main(void *arg)
 		if (!it) {
 			if (L->stop)
 				break;
+			/*
+			 * Idle, waiting for work: not a hung task.  The
+			 * watchdog reports waits that nothing may end, as
+			 * khungtaskd does, which skips a kernel thread's
+			 * idle wait (TASK_IDLE, or TASK_INTERRUPTIBLE where
+			 * no signal reaches it): no interrupt is ever raised
+			 * on this task, so this one may say interruptible,
+			 * and one raised all the same is dropped.
+			 */
 			rc = region_task_cond_wait(&L->jan_cond, &L->lock,
-						   TASK_UNINTERRUPTIBLE,
+						   TASK_INTERRUPTIBLE,
 						   TASK_FOREVER);
-			(void)rc;
+			if (rc == -EINTR)
+				region_task_flush_interrupts(L->task);
 			continue;
 		}
 		L->queue = it->next;
