@@ -927,6 +927,47 @@ TEST_IMPL(locks_local_lock)
 	return 0;
 }
 
+/*
+ * The lock janitor waiting for work is idle, not hung, as khungtaskd skips
+ * a kernel thread's idle wait: with hung_timeout=1, the watchdog reports a
+ * read the stalled server holds, and never the janitor, idle three times
+ * as long by then.
+ */
+TEST_IMPL(locks_janitor_idle_not_hung)
+{
+	static char zeros[65536];
+	struct test_server s;
+	uint64_t unread;
+	struct probe p;
+	struct mnt m;
+	char log[32768];
+	int fd, status;
+
+	srv_get(&s);
+	mnt_start(&m, &s, "hard,nointr,hung_timeout=1");
+	write_file(lpath(&m, "f"), zeros, sizeof(zeros));
+	fd = open_rw(mpath(&m, "f"));
+	ASSERT_EQ(fcntl_lock(fd, F_SETLK, F_WRLCK, 0, 0), 0);
+	close(fd); /* its UNLOCK is the janitor's; then it waits for work */
+	test_sleep_ms(3000);
+	/* The watchdog reports what is blocked: a read on a stalled server. */
+	probe_start(&p, PROBE_READ, mpath(&m, "f"), sizeof(zeros), true, 0);
+	probe_wait_ready(&p);
+	srv_stall(&s);
+	unread = srv_unread(&s);
+	probe_go(&p);
+	probe_wait_blocked(&p);
+	srv_wait_call(&s, unread);
+	mnt_wait_log(&m, "(read) blocked uninterruptibly", 5000);
+	srv_resume(&s);
+	ASSERT(probe_wait(&p, 20000, NULL, &status));
+	mnt_read_log(&m, log, sizeof(log));
+	if (strstr(log, "(locks) blocked uninterruptibly"))
+		TEST__FAIL("the idle lock janitor was reported hung:\n%s", log);
+	mnt_stop(&m);
+	return 0;
+}
+
 /* The server as a host of its own: callbacks, reclaims. */
 
 /* The daemon logs what within ms, or the test fails with its log. */
