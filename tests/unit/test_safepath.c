@@ -430,70 +430,44 @@ TEST_IMPL(termesc_controls)
 }
 
 /*
- * netfault --log, which may run as root, through a link in the middle of
- * the path towards a directory only root may enter: refused before it
- * listens, naming the link; nothing made behind it.
+ * netfault --log and --control, which may run as root, through a link in
+ * the middle of the path towards a directory only root may enter: refused
+ * before it listens, naming the link; nothing made behind it (before,
+ * netfault wrote its log, or listened, in the link's target).
  */
-TEST_IMPL(netfault_log_no_link)
+TEST_IMPL(netfault_paths_no_link)
 {
-	char dir[64], vault[128], link[128], cmd[512], out[2048], path[192];
-	size_t got;
-	FILE *p;
-	int st;
+	static const char *const opts[] = { "--log", "--control" };
 
-	tmp_root(dir, sizeof(dir));
-	mkdir_as(dir, "vault", 0700, 0, vault, sizeof(vault));
-	snprintf(link, sizeof(link), "%s/ldir", dir);
-	ASSERT_EQ(symlink(vault, link), 0);
-	snprintf(cmd, sizeof(cmd),
-		 "timeout 10 '%s' --listen 1=127.0.0.1:9 --log '%s/log' 2>&1",
-		 NF_NETFAULT_BIN, link);
-	p = popen(cmd, "r");
-	ASSERT_NOT_NULL(p);
-	got = fread(out, 1, sizeof(out) - 1, p);
-	out[got] = '\0';
-	st = pclose(p);
-	ASSERT(WIFEXITED(st));
-	ASSERT_EQ(WEXITSTATUS(st), 1);
-	ASSERT_CONTAINS(out, link);
-	ASSERT_CONTAINS(out, "is a symbolic link");
-	snprintf(path, sizeof(path), "%s/log", vault);
-	absent(path);
-	rm_tree(dir);
-	return 0;
-}
+	for (unsigned i = 0; i < ARRAY_SIZE(opts); i++) {
+		char dir[64], vault[128], link[128], cmd[512], out[2048];
+		char path[192];
+		size_t got;
+		FILE *p;
+		int st;
 
-/*
- * netfault --control, the same: its socket's directory through a link in
- * the middle of the path is refused before it listens, naming the link,
- * and no socket is made behind it.
- */
-TEST_IMPL(netfault_control_no_link)
-{
-	char dir[64], vault[128], link[128], cmd[512], out[2048], path[192];
-	size_t got;
-	FILE *p;
-	int st;
-
-	tmp_root(dir, sizeof(dir));
-	mkdir_as(dir, "vault", 0700, 0, vault, sizeof(vault));
-	snprintf(link, sizeof(link), "%s/ldir", dir);
-	ASSERT_EQ(symlink(vault, link), 0);
-	snprintf(cmd, sizeof(cmd),
-		 "timeout 10 '%s' --listen 1=127.0.0.1:9 --control '%s/ctl' "
-		 "2>&1",
-		 NF_NETFAULT_BIN, link);
-	p = popen(cmd, "r");
-	ASSERT_NOT_NULL(p);
-	got = fread(out, 1, sizeof(out) - 1, p);
-	out[got] = '\0';
-	st = pclose(p);
-	ASSERT(WIFEXITED(st));
-	ASSERT_EQ(WEXITSTATUS(st), 1);
-	ASSERT_CONTAINS(out, link);
-	ASSERT_CONTAINS(out, "is a symbolic link");
-	snprintf(path, sizeof(path), "%s/ctl", vault);
-	absent(path);
-	rm_tree(dir);
+		tmp_root(dir, sizeof(dir));
+		mkdir_as(dir, "vault", 0700, 0, vault, sizeof(vault));
+		snprintf(link, sizeof(link), "%s/ldir", dir);
+		ASSERT_EQ(symlink(vault, link), 0);
+		snprintf(cmd, sizeof(cmd),
+			 "timeout 10 '%s' --listen 1=127.0.0.1:9 %s '%s/f' "
+			 "2>&1",
+			 NF_NETFAULT_BIN, opts[i], link);
+		p = popen(cmd, "r");
+		ASSERT_NOT_NULL(p);
+		got = fread(out, 1, sizeof(out) - 1, p);
+		out[got] = '\0';
+		st = pclose(p);
+		ASSERT(WIFEXITED(st));
+		if (WEXITSTATUS(st) != 1)
+			TEST__FAIL("netfault %s %s/f: exit %d, not 1: %s",
+				   opts[i], link, WEXITSTATUS(st), out);
+		ASSERT_CONTAINS(out, link);
+		ASSERT_CONTAINS(out, "is a symbolic link");
+		snprintf(path, sizeof(path), "%s/f", vault);
+		absent(path);
+		rm_tree(dir);
+	}
 	return 0;
 }
