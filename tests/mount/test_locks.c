@@ -1127,13 +1127,13 @@ static unsigned open_fds(pid_t pid)
  * The lock manager's callbacks leave no pile of connections behind.
  * ganesha opens a connection to this host's lock manager for each
  * GRANTED_MSG and never closes it; the mount closes those idle for a few
- * seconds, and past a cap the one idle longest.  1,500 locks that wait
+ * seconds, and past a cap the one idle longest.  400 locks that wait
  * and are granted by callback: each is granted within 5 s of the holder
  * letting go (no LOCK sent again, which is 30 s away), the mount never
  * holds more than CALLBACK_CONNS_MAX callback connections, a lock still
  * gets its callback at the end, and once idle, none is left.
  */
-#define CALLBACK_LOCKS 1500
+#define CALLBACK_LOCKS 400
 #define CALLBACK_CONNS_MAX 64
 #define CALLBACK_IDLE_MS 5000
 
