@@ -9,7 +9,12 @@
  * the outcome (the call's result, a handler's run, the child killed) and
  * its time are checked against what the variant in force
  * (/proc/sys/kernel/regions) is expected to do.  Times are loose
- * (EARLY / LATE), as the guest runs under TCG.
+ * (EARLY / LATE), as the guest runs under TCG.  Then what no variant may
+ * break: no region is inherited across fork() or execve() and an end takes
+ * no privilege (no child of a region's holder that SIGKILL cannot end);
+ * pause() is outside a user-held region; no -ERESTARTNOINTR (errno 513)
+ * reaches user space from a write restarted inside a region; kernel.regions
+ * switched off and on does not hold a task in user space.
  *
  * Usage: regions-selftest [--variant off|state|delivery] [--bench N]
  *   --variant   the expectations to check (default: read from
@@ -31,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -43,11 +49,13 @@
 #define RELEASE_AT 1200
 /* What happened before this was early (the signal's doing), else late. */
 #define EARLY_BEFORE 900
+/* A child still there this long after the release is stuck: killed. */
+#define STUCK_AFTER 2000
 
 enum variant { V_OFF, V_STATE, V_DELIVERY, V_COUNT };
 static const char *const variant_name[] = { "off", "state", "delivery" };
 
-enum wait_kind { W_PIPE, W_FLOCK, W_SLEEP };
+enum wait_kind { W_PIPE, W_FLOCK, W_SLEEP, W_PAUSE };
 
 /* One case's outcome, as the parent sees it. */
 enum result { RES_OK, RES_EINTR, RES_KILLED, RES_OTHER };
@@ -150,6 +158,24 @@ static const struct tcase cases[] = {
 	  SIGINT,
 	  true,
 	  { EINTR_EARLY, EINTR_EARLY, OK_LATE } },
+	/*
+	 * pause() waits for a signal: a user-held region does not apply to
+	 * it, or it would wait for ever for the signal the region holds.
+	 */
+	{ "pause-killable-sigusr1",
+	  "pause(), killable region, SIGUSR1 to a handler",
+	  { PR_REGION_KILLABLE },
+	  W_PAUSE,
+	  SIGUSR1,
+	  true,
+	  { EINTR_EARLY, EINTR_EARLY, EINTR_EARLY } },
+	{ "pause-unint-sigkill",
+	  "pause(), uninterruptible region, SIGKILL",
+	  { PR_REGION_UNINTERRUPTIBLE },
+	  W_PAUSE,
+	  SIGKILL,
+	  false,
+	  { KILLED_EARLY, KILLED_EARLY, KILLED_EARLY } },
 	{ "pipe-none-sigint",
 	  "pipe read, no region, SIGINT to a handler",
 	  { 0 },
@@ -242,6 +268,9 @@ static void child(const struct tcase *c, double t0, int pfd[2], int rep_fd,
 		r.rc = nanosleep(&ts, NULL);
 		break;
 	}
+	case W_PAUSE:
+		r.rc = pause();
+		break;
 	}
 	r.err = r.rc < 0 ? errno : 0;
 	r.returned = now_ms() - t0;
@@ -285,7 +314,7 @@ static bool run_case(const struct tcase *c, enum variant v)
 	struct report r = { 0 };
 	enum result res;
 	double t0, end, died;
-	bool early, ok;
+	bool early, ok, stuck = false;
 	pid_t pid;
 
 	if (pipe(pfd) < 0 || pipe(rep) < 0)
@@ -324,8 +353,16 @@ static bool run_case(const struct tcase *c, enum variant v)
 	(void)!write(pfd[1], "x", 1);
 	if (lockfd >= 0)
 		flock(lockfd, LOCK_UN);
-	if (died < 0)
-		waitpid(pid, &st, 0);
+	/* Not gone STUCK_AFTER after the release: stuck, killed. */
+	while (died < 0 && waitpid(pid, &st, WNOHANG) != pid) {
+		if (now_ms() >= t0 + RELEASE_AT + STUCK_AFTER) {
+			stuck = true;
+			kill(pid, SIGKILL);
+			waitpid(pid, &st, 0);
+			break;
+		}
+		sleep_until(now_ms() + 5);
+	}
 	end = died >= 0 ? died : now_ms() - t0;
 	if (WIFSIGNALED(st)) {
 		res = RES_KILLED;
@@ -344,12 +381,13 @@ static bool run_case(const struct tcase *c, enum variant v)
 		unlink(lockfile);
 	}
 	early = r.returned < EARLY_BEFORE;
-	ok = res == want->res && early == want->early;
+	ok = res == want->res && early == want->early && !stuck;
 	/* A handled signal the region held runs its handler only at the end. */
 	if (ok && c->handler && res == RES_OK)
 		ok = r.handler >= 0 && r.handler >= r.returned - 50;
-	snprintf(got, sizeof(got), "%s after %.0f ms", result_name[res],
-		 r.returned);
+	snprintf(got, sizeof(got), "%s after %.0f ms%s", result_name[res],
+		 r.returned,
+		 stuck ? " (stuck: killed by the test after the release)" : "");
 	if (c->handler && res != RES_KILLED && r.handler >= 0)
 		snprintf(got + strlen(got), sizeof(got) - strlen(got),
 			 ", handler at %.0f ms", r.handler);
@@ -381,7 +419,7 @@ static int my_depths(unsigned *uu, unsigned *uk)
 		       -1;
 }
 
-/* Nesting, unbalanced ends, bad kinds, inheritance, permissions. */
+/* Nesting, unbalanced ends, bad kinds, inheritance, privilege. */
 static int api_cases(void)
 {
 	unsigned uu = 9, uk = 9;
@@ -408,24 +446,47 @@ static int api_cases(void)
 			      0) < 0 &&
 			errno == EINVAL,
 		"api-bad-input: an unknown kind, operation or a stray argument is EINVAL");
-	/* fork() and execve() keep user-held regions. */
+	/*
+	 * No region is inherited: a child of fork() starts in none, and
+	 * execve() ends what the process held.
+	 */
 	fflush(stdout);
 	pid = fork();
 	if (pid == 0) {
-		if (my_depths(&uu, &uk) < 0 || uu != 0 || uk != 2)
+		if (my_depths(&uu, &uk) < 0 || uu != 0 || uk != 0)
 			_exit(1);
+		if (region(PR_REGION_BEGIN, PR_REGION_UNINTERRUPTIBLE) < 0 ||
+		    region(PR_REGION_BEGIN, PR_REGION_KILLABLE) < 0)
+			_exit(2);
 		execl("/bin/sh", "sh", "-c",
-		      "grep -q 'user_uninterruptible=0 user_killable=2' /proc/self/status",
+		      "grep -q 'user_uninterruptible=0 user_killable=0' /proc/self/status",
 		      (char *)NULL);
-		_exit(2);
+		_exit(3);
 	}
 	waitpid(pid, &st, 0);
-	fails += check(WIFEXITED(st) && WEXITSTATUS(st) == 0,
-		       "api-inherit: fork() and execve() keep user_killable=2");
+	fails += check(
+		WIFEXITED(st) && WEXITSTATUS(st) == 0,
+		"api-not-inherited: a child of fork() starts in no region (its parent in user_killable=2), and execve() ends the ones it began");
 	region(PR_REGION_END, PR_REGION_KILLABLE);
 	region(PR_REGION_END, PR_REGION_KILLABLE);
 	fails += check(my_depths(&uu, &uk) == 0 && uu == 0 && uk == 0,
 		       "api-balanced: every region ended, the depths are 0");
+	/* A begin takes CAP_SYS_ADMIN, an end nothing. */
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		if (region(PR_REGION_BEGIN, PR_REGION_UNINTERRUPTIBLE) < 0 ||
+		    setgid(65534) < 0 || setuid(65534) < 0)
+			_exit(3);
+		_exit(region(PR_REGION_END, PR_REGION_UNINTERRUPTIBLE) == 0 &&
+				      my_depths(&uu, &uk) == 0 && uu == 0 ?
+			      0 :
+			      1);
+	}
+	waitpid(pid, &st, 0);
+	fails += check(
+		WIFEXITED(st) && WEXITSTATUS(st) == 0,
+		"api-end-unprivileged: a process that began a region as root and became uid 65534 ends it");
 	/* Without CAP_SYS_ADMIN: EPERM. */
 	fflush(stdout);
 	pid = fork();
@@ -492,6 +553,221 @@ static int sysctl_case(enum variant v)
 	printf("%s %-30s %-9s killed=%d after %.0f ms (want killed when kernel.regions=0 is written, at %d ms)\n",
 	       ok ? "PASS" : "FAIL", "sysctl-off-releases", variant_name[v],
 	       WIFSIGNALED(st), died, (SIGNAL_AT + RELEASE_AT) / 2);
+	return ok ? 0 : 1;
+}
+
+/*
+ * No unkillable child: root begins an uninterruptible region and forks;
+ * the child becomes uid 65534 and waits on a pipe.  SIGKILL at SIGNAL_AT
+ * kills it at once: it inherited no region.
+ */
+static int inherit_case(enum variant v)
+{
+	int pfd[2], st;
+	double t0, died = -1;
+	pid_t pid;
+	bool ok;
+
+	if (pipe(pfd) < 0)
+		return 1;
+	fflush(stdout);
+	if (region(PR_REGION_BEGIN, PR_REGION_UNINTERRUPTIBLE) < 0)
+		return 1;
+	t0 = now_ms();
+	pid = fork();
+	if (pid == 0) {
+		char b;
+
+		close(pfd[1]);
+		if (setgid(65534) < 0 || setuid(65534) < 0)
+			_exit(3);
+		_exit(read(pfd[0], &b, 1) < 0 ? 1 : 0);
+	}
+	region(PR_REGION_END, PR_REGION_UNINTERRUPTIBLE);
+	close(pfd[0]);
+	sleep_until(t0 + SIGNAL_AT);
+	kill(pid, SIGKILL);
+	while (now_ms() < t0 + RELEASE_AT) {
+		if (waitpid(pid, &st, WNOHANG) == pid) {
+			died = now_ms() - t0;
+			break;
+		}
+		sleep_until(now_ms() + 5);
+	}
+	(void)!write(pfd[1], "x", 1);
+	if (died < 0) {
+		waitpid(pid, &st, 0);
+		died = now_ms() - t0;
+	}
+	close(pfd[1]);
+	ok = WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL && died < EARLY_BEFORE;
+	printf("%s %-30s %-9s killed=%d after %.0f ms (want killed at the signal: a child of fork() in a region's parent, now uid 65534, is in none)\n",
+	       ok ? "PASS" : "FAIL", "fork-setuid-sigkill", variant_name[v],
+	       WIFSIGNALED(st), died);
+	return ok ? 0 : 1;
+}
+
+/*
+ * No -ERESTART* reaches user space.  Two processes write lo's MTU at once;
+ * netdev_store() answers restart_syscall() when the other holds rtnl,
+ * which sets TIF_SIGPENDING with no signal pending and returns
+ * -ERESTARTNOINTR, to be restarted on the way out.  One of the two writes
+ * inside a killable region.  Every write must succeed.
+ */
+#define MTU_WRITES 4000
+#define MTU_PATH "/sys/class/net/lo/mtu"
+
+static unsigned mtu_writer(bool in_region)
+{
+	char mtu[32];
+	unsigned bad = 0;
+	ssize_t n;
+	int fd = open(MTU_PATH, O_RDWR);
+
+	if (fd < 0)
+		return MTU_WRITES;
+	n = pread(fd, mtu, sizeof(mtu) - 1, 0);
+	if (n <= 0)
+		return MTU_WRITES;
+	if (in_region && region(PR_REGION_BEGIN, PR_REGION_KILLABLE) < 0)
+		return MTU_WRITES;
+	for (unsigned i = 0; i < MTU_WRITES; i++)
+		if (pwrite(fd, mtu, (size_t)n, 0) != n)
+			bad++;
+	close(fd);
+	return bad;
+}
+
+static int restart_case(enum variant v)
+{
+	unsigned bad[2] = { 0, 0 };
+	pid_t pids[2];
+	int rep[2], st;
+	bool ok = true;
+
+	if (access(MTU_PATH, W_OK) < 0) {
+		printf("FAIL %-30s %-9s no %s to write (%s): the guest needs lo\n",
+		       "restart-not-leaked", variant_name[v], MTU_PATH,
+		       strerror(errno));
+		return 1;
+	}
+	if (pipe(rep) < 0)
+		return 1;
+	fflush(stdout);
+	for (int k = 0; k < 2; k++) {
+		pids[k] = fork();
+		if (pids[k] == 0) {
+			unsigned b = mtu_writer(k == 0);
+
+			_exit(write(rep[1], &b, sizeof(b)) == sizeof(b) ? 0 :
+									  1);
+		}
+	}
+	close(rep[1]);
+	for (int k = 0; k < 2; k++) {
+		waitpid(pids[k], &st, 0);
+		ok = ok && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+	}
+	/* Which report is whose does not matter: both must be 0. */
+	for (int k = 0; k < 2; k++)
+		if (read(rep[0], &bad[k], sizeof(bad[k])) != sizeof(bad[k]))
+			ok = false;
+	close(rep[0]);
+	ok = ok && !bad[0] && !bad[1];
+	printf("%s %-30s %-9s %u and %u of %d writes of %s failed (one writer in a killable region; want 0: no errno 513, ERESTARTNOINTR)\n",
+	       ok ? "PASS" : "FAIL", "restart-not-leaked", variant_name[v],
+	       bad[0], bad[1], MTU_WRITES, MTU_PATH);
+	return ok ? 0 : 1;
+}
+
+/*
+ * Switched off and on again, regions do not hold a task in user space.
+ * A child in a killable region waits on a pipe; kernel.regions goes to 0;
+ * the read returns (no syscall exit hook while off); kernel.regions goes
+ * back; the child now spins in user space, making no system call.  A
+ * handled SIGUSR1 must reach it.  Only where regions are on.
+ */
+struct spin {
+	volatile int handled;
+	volatile int stop;
+};
+
+static struct spin *spin;
+
+static void on_spin_signal(int sig)
+{
+	(void)sig;
+	spin->handled = 1;
+}
+
+static int write_variant(const char *val)
+{
+	int fd = open("/proc/sys/kernel/regions", O_WRONLY), rc = -1;
+
+	if (fd >= 0) {
+		rc = write(fd, val, strlen(val)) < 0 ? -1 : 0;
+		close(fd);
+	}
+	return rc;
+}
+
+static int toggle_case(enum variant v)
+{
+	static const char *const val[] = { "0\n", "1\n", "2\n" };
+	double t0, sent, seen = -1;
+	int pfd[2], st;
+	pid_t pid;
+	bool ok;
+
+	if (v == V_OFF || pipe(pfd) < 0)
+		return 0;
+	spin = mmap(NULL, sizeof(*spin), PROT_READ | PROT_WRITE,
+		    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (spin == MAP_FAILED)
+		return 1;
+	fflush(stdout);
+	t0 = now_ms();
+	pid = fork();
+	if (pid == 0) {
+		struct sigaction sa = { .sa_handler = on_spin_signal };
+		char b;
+
+		close(pfd[1]);
+		sigaction(SIGUSR1, &sa, NULL);
+		if (region(PR_REGION_BEGIN, PR_REGION_KILLABLE) < 0 ||
+		    read(pfd[0], &b, 1) != 1)
+			_exit(1);
+		while (!spin->handled && !spin->stop)
+			; /* no system call */
+		_exit(0);
+	}
+	close(pfd[0]);
+	sleep_until(t0 + SIGNAL_AT);
+	ok = write_variant("0\n") == 0;
+	sleep_until(t0 + SIGNAL_AT + 100);
+	(void)!write(pfd[1], "x", 1);
+	sleep_until(t0 + SIGNAL_AT + 300);
+	ok = write_variant(val[v]) == 0 && ok;
+	sleep_until(t0 + SIGNAL_AT + 400);
+	kill(pid, SIGUSR1);
+	sent = now_ms();
+	while (now_ms() < sent + 1000) {
+		if (spin->handled) {
+			seen = now_ms() - sent;
+			break;
+		}
+		sleep_until(now_ms() + 5);
+	}
+	spin->stop = 1;
+	waitpid(pid, &st, 0);
+	close(pfd[1]);
+	munmap(spin, sizeof(*spin));
+	ok = ok && seen >= 0 && seen < 500 && WIFEXITED(st) &&
+	     WEXITSTATUS(st) == 0;
+	printf("%s %-30s %-9s SIGUSR1 to a child spinning in user space %s (want handled at once, after kernel.regions went to 0 mid-read and back)\n",
+	       ok ? "PASS" : "FAIL", "sysctl-toggle-user-space",
+	       variant_name[v],
+	       seen >= 0 ? "handled" : "not handled within 1 s");
 	return ok ? 0 : 1;
 }
 
@@ -624,6 +900,9 @@ int main(int argc, char **argv)
 	for (unsigned i = 0; i < ARRAY_SIZE(cases); i++)
 		fails += !run_case(&cases[i], (enum variant)v);
 	fails += sysctl_case((enum variant)v);
+	fails += inherit_case((enum variant)v);
+	fails += restart_case((enum variant)v);
+	fails += toggle_case((enum variant)v);
 	printf("%s: %d failure(s), variant %s\n", fails ? "FAIL" : "PASS",
 	       fails, variant_name[v]);
 	return fails ? 1 : 0;
