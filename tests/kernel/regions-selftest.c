@@ -423,14 +423,15 @@ static int my_depths(unsigned *uu, unsigned *uk)
 static int api_cases(void)
 {
 	unsigned uu = 9, uk = 9;
-	int fails = 0, st;
+	int fails = 0, st, rc, end;
 	pid_t pid;
+	bool ok;
 
 	fails += check(
 		region(PR_REGION_BEGIN, PR_REGION_KILLABLE) == 0 &&
+			region(PR_REGION_BEGIN, PR_REGION_KILLABLE) == 0 &&
 			region(PR_REGION_BEGIN, PR_REGION_UNINTERRUPTIBLE) ==
 				0 &&
-			region(PR_REGION_BEGIN, PR_REGION_KILLABLE) == 0 &&
 			my_depths(&uu, &uk) == 0 && uu == 1 && uk == 2,
 		"api-nesting: two killable and one uninterruptible region show as user_uninterruptible=1 user_killable=2");
 	fails += check(
@@ -439,6 +440,17 @@ static int api_cases(void)
 				-EINVAL &&
 			my_depths(&uu, &uk) == 0 && uu == 0 && uk == 2,
 		"api-unbalanced: an end without a begin is EINVAL and the depth stays at 0");
+	/* Regions end innermost first. */
+	rc = region(PR_REGION_BEGIN, PR_REGION_UNINTERRUPTIBLE);
+	end = region(PR_REGION_END, PR_REGION_KILLABLE);
+	ok = rc == 0 && end == -EINVAL && my_depths(&uu, &uk) == 0 && uu == 1 &&
+	     uk == 2;
+	if (end == 0) /* a killable one ended: put it back */
+		region(PR_REGION_BEGIN, PR_REGION_KILLABLE);
+	ok = region(PR_REGION_END, PR_REGION_UNINTERRUPTIBLE) == 0 && ok;
+	fails += check(
+		ok,
+		"api-order: ending a killable region while an uninterruptible one inside it is open is EINVAL, and ends nothing");
 	fails += check(
 		region(PR_REGION_BEGIN, 7) == -EINVAL &&
 			region(3, PR_REGION_KILLABLE) == -EINVAL &&
