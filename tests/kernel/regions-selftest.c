@@ -37,6 +37,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -159,6 +160,17 @@ static const struct tcase cases[] = {
 	  true,
 	  { EINTR_EARLY, EINTR_EARLY, OK_LATE } },
 	/*
+	 * SIGQUIT's default action dumps core: it does not become SIGKILL,
+	 * and delivery holds it as a handled signal, to the region's end.
+	 */
+	{ "sleep-killable-sigquit-default",
+	  "nanosleep, killable region, SIGQUIT's default action (core)",
+	  { PR_REGION_KILLABLE },
+	  W_SLEEP,
+	  SIGQUIT,
+	  false,
+	  { KILLED_EARLY, KILLED_EARLY, KILLED_LATE } },
+	/*
 	 * pause() waits for a signal: a user-held region does not apply to
 	 * it, or it would wait for ever for the signal the region holds.
 	 */
@@ -241,6 +253,8 @@ static void child(const struct tcase *c, double t0, int pfd[2], int rep_fd,
 	char b;
 	int fd = -1;
 
+	/* A default action that dumps core leaves no file behind. */
+	setrlimit(RLIMIT_CORE, &(struct rlimit){ 0, 0 });
 	if (c->handler)
 		sigaction(c->sig, &sa, NULL);
 	else
