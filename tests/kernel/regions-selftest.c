@@ -37,6 +37,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/ptrace.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -797,6 +798,126 @@ static int toggle_case(enum variant v)
 	return ok ? 0 : 1;
 }
 
+/*
+ * A stop is never held past the region: a child in a killable region
+ * waits on a pipe; at SIGNAL_AT it is sent SIGSTOP (job control) or
+ * PTRACE_INTERRUPT (a ptrace trap); the wait ends at RELEASE_AT.  As for
+ * a mainline killable sleep, the stop may wait for the wait to end, but
+ * no longer: the child must be stopped within STOP_LATE of the release
+ * (at the signal where no region holds it, under off).
+ */
+#define STOP_LATE 500
+
+enum stop_kind { STOP_SIGSTOP, STOP_PTRACE };
+
+/* The state letter of pid in /proc/PID/stat, or '?'. */
+static char stat_state(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return '?';
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return '?';
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' ? p[2] : '?';
+}
+
+/* Whether the child is stopped now: a ptrace stop seen by waitpid(). */
+static bool child_stopped(pid_t pid, enum stop_kind how)
+{
+	int st;
+
+	if (how == STOP_SIGSTOP)
+		return stat_state(pid) == 'T';
+	return waitpid(pid, &st, WNOHANG | __WALL) == pid && WIFSTOPPED(st);
+}
+
+static int stop_case(enum variant v, enum stop_kind how)
+{
+	static const char *const name[] = { "stop-killable-sigstop",
+					    "stop-killable-ptrace" };
+	double t0, stopped = -1;
+	int pfd[2], st;
+	bool ok, early;
+	pid_t pid;
+
+	if (pipe(pfd) < 0)
+		return 1;
+	fflush(stdout);
+	t0 = now_ms();
+	pid = fork();
+	if (pid == 0) {
+		char b;
+
+		close(pfd[1]);
+		if (region(PR_REGION_BEGIN, PR_REGION_KILLABLE) < 0 ||
+		    read(pfd[0], &b, 1) != 1)
+			_exit(1);
+		region(PR_REGION_END, PR_REGION_KILLABLE);
+		_exit(0);
+	}
+	close(pfd[0]);
+	if (how == STOP_PTRACE && ptrace(PTRACE_SEIZE, pid, 0, 0) < 0) {
+		printf("FAIL %-30s %-9s PTRACE_SEIZE: %s\n", name[how],
+		       variant_name[v], strerror(errno));
+		kill(pid, SIGKILL);
+		waitpid(pid, &st, 0);
+		close(pfd[1]);
+		return 1;
+	}
+	sleep_until(t0 + SIGNAL_AT);
+	if (how == STOP_SIGSTOP)
+		kill(pid, SIGSTOP);
+	else
+		ptrace(PTRACE_INTERRUPT, pid, 0, 0);
+	while (now_ms() < t0 + RELEASE_AT + STOP_LATE + 500) {
+		if (now_ms() >= t0 + RELEASE_AT && pfd[1] >= 0) {
+			(void)!write(pfd[1], "x", 1);
+			close(pfd[1]);
+			pfd[1] = -1;
+		}
+		if (child_stopped(pid, how)) {
+			stopped = now_ms() - t0;
+			break;
+		}
+		sleep_until(now_ms() + 5);
+	}
+	if (pfd[1] >= 0) {
+		(void)!write(pfd[1], "x", 1);
+		close(pfd[1]);
+	}
+	if (how == STOP_SIGSTOP)
+		kill(pid, SIGCONT);
+	else
+		ptrace(PTRACE_DETACH, pid, 0, 0);
+	/* Stopped or not, it must finish its read and exit. */
+	while (waitpid(pid, &st, __WALL) == pid && WIFSTOPPED(st))
+		ptrace(PTRACE_DETACH, pid, 0, 0);
+	early = stopped >= 0 && stopped < EARLY_BEFORE;
+	ok = stopped >= 0 && stopped < RELEASE_AT + STOP_LATE &&
+	     (v != V_OFF || early) && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+	if (stopped >= 0)
+		printf("%s %-30s %-9s stopped after %.0f ms, then exited %d (want stopped %s)\n",
+		       ok ? "PASS" : "FAIL", name[how], variant_name[v],
+		       stopped, WIFEXITED(st) ? WEXITSTATUS(st) : -1,
+		       v == V_OFF ? "at the signal" :
+				    "by the release, at the latest");
+	else
+		printf("%s %-30s %-9s not stopped %d ms after the release (want stopped %s)\n",
+		       "FAIL", name[how], variant_name[v], STOP_LATE + 500,
+		       v == V_OFF ? "at the signal" :
+				    "by the release, at the latest");
+	return ok ? 0 : 1;
+}
+
 static double per_call_ns(double t0, long n)
 {
 	return (now_ms() - t0) * 1e6 / (double)n;
@@ -929,6 +1050,8 @@ int main(int argc, char **argv)
 	fails += inherit_case((enum variant)v);
 	fails += restart_case((enum variant)v);
 	fails += toggle_case((enum variant)v);
+	fails += stop_case((enum variant)v, STOP_SIGSTOP);
+	fails += stop_case((enum variant)v, STOP_PTRACE);
 	printf("%s: %d failure(s), variant %s\n", fails ? "FAIL" : "PASS",
 	       fails, variant_name[v]);
 	return fails ? 1 : 0;
