@@ -536,6 +536,12 @@ struct intrfs {
 	 * wb_set_wait_mode()): set with the policy, read relaxed.
 	 */
 	_Atomic unsigned wb_mode, wb_room_mode;
+	/*
+	 * INIT reached init() (ops.c): with the session loop ending without
+	 * error, the mount came up, even if it went before the announcer's
+	 * check (intrfs.c).  Set relaxed, read after the loop's threads end.
+	 */
+	_Atomic bool init_seen;
 };
 
 struct job;

@@ -652,7 +652,17 @@ static int run(struct intrfs *fs, const struct cmdline *cl,
 	control_stop(fs);
 	if (announcer)
 		pthread_join(announcer, NULL);
-	/* relaxed: joined. */
+	/*
+	 * Not announced: either INIT failed, or the mount went before the
+	 * announcer's stat got to it (a mount unmounted as soon as it was
+	 * used): INIT reached init() and the loop ended without an error
+	 * (libfuse's own refusals of INIT are the loop's error), so it did
+	 * come up.  relaxed: joined, and the session threads are done.
+	 */
+	if (!atomic_load_explicit(&announced, memory_order_relaxed) &&
+	    rc == 0 &&
+	    atomic_load_explicit(&fs->init_seen, memory_order_relaxed))
+		announce(fs);
 	if (!atomic_load_explicit(&announced, memory_order_relaxed)) {
 		fprintf(stderr,
 			PROG ": the kernel's FUSE mount on %s never came up "

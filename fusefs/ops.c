@@ -222,6 +222,7 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_FLOCK_LOCKS;
 	else
 		conn->want &= ~FUSE_CAP_FLOCK_LOCKS;
+	atomic_store_explicit(&fs->init_seen, true, memory_order_relaxed);
 }
 
 /* lookup, forget */
