@@ -530,6 +530,22 @@ static int api_cases(void)
 	return fails;
 }
 
+/* Writes kernel.regions: 0, or -1 having said why. */
+static int set_variant(enum variant v)
+{
+	char val[4];
+	int fd = open("/proc/sys/kernel/regions", O_WRONLY), rc = -1;
+	int n = snprintf(val, sizeof(val), "%d\n", (int)v);
+
+	if (fd >= 0) {
+		rc = write(fd, val, (size_t)n) == n ? 0 : -1;
+		close(fd);
+	}
+	if (rc < 0)
+		perror("kernel.regions");
+	return rc;
+}
+
 /*
  * kernel.regions=0 releases a task held in an uninterruptible region: a
  * SIGKILL held at SIGNAL_AT ends it when the sysctl is written, before the
@@ -537,8 +553,7 @@ static int api_cases(void)
  */
 static int sysctl_case(enum variant v)
 {
-	static const char *const val[] = { "0\n", "1\n", "2\n" };
-	int pfd[2], st, fd;
+	int pfd[2], st;
 	double t0, died;
 	pid_t pid;
 	bool ok;
@@ -560,20 +575,10 @@ static int sysctl_case(enum variant v)
 	sleep_until(t0 + SIGNAL_AT);
 	kill(pid, SIGKILL);
 	sleep_until(t0 + (SIGNAL_AT + RELEASE_AT) / 2.0);
-	fd = open("/proc/sys/kernel/regions", O_WRONLY);
-	if (fd >= 0) {
-		if (write(fd, "0\n", 2) < 0)
-			perror("kernel.regions");
-		close(fd);
-	}
+	set_variant(V_OFF);
 	waitpid(pid, &st, 0);
 	died = now_ms() - t0;
-	fd = open("/proc/sys/kernel/regions", O_WRONLY);
-	if (fd >= 0) {
-		if (write(fd, val[v], 2) < 0)
-			perror("kernel.regions");
-		close(fd);
-	}
+	set_variant(v);
 	close(pfd[1]);
 	ok = WIFSIGNALED(st) && died > SIGNAL_AT + 100 &&
 	     died < RELEASE_AT - 100;
@@ -727,20 +732,8 @@ static void on_spin_signal(int sig)
 	spin->handled = 1;
 }
 
-static int write_variant(const char *val)
-{
-	int fd = open("/proc/sys/kernel/regions", O_WRONLY), rc = -1;
-
-	if (fd >= 0) {
-		rc = write(fd, val, strlen(val)) < 0 ? -1 : 0;
-		close(fd);
-	}
-	return rc;
-}
-
 static int toggle_case(enum variant v)
 {
-	static const char *const val[] = { "0\n", "1\n", "2\n" };
 	double t0, sent, seen = -1;
 	int pfd[2], st;
 	pid_t pid;
@@ -770,11 +763,11 @@ static int toggle_case(enum variant v)
 	}
 	close(pfd[0]);
 	sleep_until(t0 + SIGNAL_AT);
-	ok = write_variant("0\n") == 0;
+	ok = set_variant(V_OFF) == 0;
 	sleep_until(t0 + SIGNAL_AT + 100);
 	(void)!write(pfd[1], "x", 1);
 	sleep_until(t0 + SIGNAL_AT + 300);
-	ok = write_variant(val[v]) == 0 && ok;
+	ok = set_variant(v) == 0 && ok;
 	sleep_until(t0 + SIGNAL_AT + 400);
 	kill(pid, SIGUSR1);
 	sent = now_ms();
